@@ -1,0 +1,29 @@
+// What a scenario says about the cluster: the input of the hardware model.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace cuboid::hw {
+
+enum class IntraNodeKind { NvSwitch, NvLinkMesh, Pcie };
+enum class InterNodeKind { InfiniBand, Roce, Ethernet };
+enum class NetworkTopology { FatTree, RailOptimized, SingleSwitch };
+
+struct ClusterSpec {
+    std::string gpu = "a100-sxm-80gb";      // a name from the GPU catalog
+    int nodes = 1;
+    int gpus_per_node = 8;
+    IntraNodeKind intra_node = IntraNodeKind::NvSwitch;
+    std::optional<double> intra_node_gbps;   // per GPU, one direction, GB/s; default from the catalog
+    InterNodeKind inter_node = InterNodeKind::InfiniBand;
+    double nic_gbps = 200.0;                 // per NIC, one direction, Gbit/s
+    int nics_per_node = 8;
+    NetworkTopology topology = NetworkTopology::FatTree;
+    double oversubscription = 1.0;           // leaf down-link : up-link bandwidth ratio (>= 1)
+    std::optional<std::string> profile;      // calibrated hardware profile (YAML), path as written
+
+    int gpus() const { return nodes * gpus_per_node; }
+};
+
+}  // namespace cuboid::hw

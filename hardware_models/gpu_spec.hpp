@@ -1,0 +1,44 @@
+// One GPU model of the catalog: datasheet peaks and measured efficiencies, each with a source in
+// the catalog file (hardware_models/catalog/gpus.yaml).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/program.hpp"
+#include "sim/units.hpp"
+
+namespace cuboid::hw {
+
+// Achieved fraction of peak as a function of problem size, interpolated in log(size) between
+// points; clamped at the ends.
+struct EfficiencyCurve {
+    struct Point {
+        double size = 0.0;        // GEMM: FLOPs of one product; memory-bound: bytes moved
+        double efficiency = 0.0;  // fraction of peak, 0..1
+    };
+    std::vector<Point> points;  // ascending size
+    double at(double size) const;
+};
+
+struct GpuSpec {
+    std::string name;                 // catalog name: "a100-sxm-80gb"
+    std::string architecture;         // "ampere", "hopper", ...
+    FlopsPerSecond peak_fp32{0.0};    // dense, no sparsity
+    FlopsPerSecond peak_tf32{0.0};
+    FlopsPerSecond peak_fp16{0.0};
+    FlopsPerSecond peak_bf16{0.0};
+    FlopsPerSecond peak_fp8{0.0};     // 0: not supported
+    Bytes memory_capacity{0.0};
+    BytesPerSecond memory_bandwidth{0.0};
+    int sm_count = 0;
+    double tdp_watts = 0.0;
+    BytesPerSecond scaleup_bandwidth{0.0};  // NVLink/Infinity Fabric per GPU, one direction
+    EfficiencyCurve gemm_efficiency;        // fraction of the precision's peak vs GEMM FLOPs
+    EfficiencyCurve memory_efficiency;      // fraction of HBM bandwidth vs bytes moved
+    Time kernel_launch{0};                  // fixed cost of one kernel
+
+    FlopsPerSecond peak(sim::Precision p) const;
+};
+
+}  // namespace cuboid::hw

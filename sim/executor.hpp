@@ -1,0 +1,64 @@
+// Executes a priced program as discrete events: streams per rank, rendezvous of communication
+// instances across ranks, flows sharing links max-min fairly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/observer.hpp"
+#include "sim/program.hpp"
+#include "sim/transfer.hpp"
+#include "sim/units.hpp"
+
+namespace cuboid::sim {
+
+// The priced program: duration of every compute op, per OpList (communication entries unused).
+struct ProgramCosts {
+    std::vector<std::vector<Time>> durations;
+};
+
+// Time of one rank split by what it was doing on its compute stream, so that the parts add up
+// to its finish time: busy time per category, and idle time charged to the communication that
+// was moving data while the compute stream waited (else to the pipeline bubble).
+struct RankBreakdown {
+    Time compute{0};
+    Time recompute{0};
+    Time tensor_comm_exposed{0};
+    Time pipeline_comm_exposed{0};
+    Time data_comm_exposed{0};
+    Time bubble{0};
+};
+
+struct RankOutcome {
+    Time finish{0};  // when the rank's last op ended
+    RankBreakdown breakdown;
+};
+
+struct SimResult {
+    Time makespan{0};                 // the iteration time: the last finish of any rank
+    std::vector<RankOutcome> ranks;
+    std::uint64_t events = 0;         // events taken from the queue
+    std::uint64_t flows = 0;          // flows started on the network
+    std::uint64_t fingerprint = 0;    // hash over (time, rank, op) of every op completion
+};
+
+// A program that cannot finish: ops wait for partners that never come.
+class DeadlockError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct SimOptions {
+    // Run consecutive compute ops of a stream that nothing else waits on as one event. It changes
+    // no time (they run back to back either way); observers still see every op.
+    bool merge_compute_chains = true;
+};
+
+SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<const Link> links,
+                   TransferPlanner& planner, std::span<SimObserver* const> observers = {},
+                   const SimOptions& options = {});
+
+}  // namespace cuboid::sim

@@ -1,0 +1,148 @@
+// The program: what every rank executes in one training iteration, as plain data.
+//
+// `strategies` builds it, `hardware_models` prices it, `sim` executes it as events, and the
+// validation executors run the very same structure on real devices. It knows nothing of
+// transformers: a compute op is FLOPs, bytes and a GEMM shape; a communication op is a
+// collective on a group of ranks.
+//
+// Ranks that run the same work (all ranks of one pipeline stage, say) share one OpList; what
+// differs between them is only which concrete groups their group slots name. This is how an SPMD
+// training job is written too (every rank runs the same code with its own communicators) and it
+// keeps a 3072-rank program small. Every rank is still simulated op by op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace cuboid::sim {
+
+enum class OpKind : std::uint8_t {
+    // Compute (priced by FLOPs and bytes through the hardware model).
+    Gemm,         // one matrix product [m,k]x[k,n], `shape.batch` == 1
+    BatchedGemm,  // `shape.batch` independent products (attention scores, attention x values)
+    LayerNorm,    // memory-bound kernels from here on: priced by bytes moved
+    Softmax,
+    Activation,   // GeLU / SwiGLU
+    Dropout,
+    Elementwise,  // residual add, bias add, scale
+    Embedding,    // gather / scatter of rows
+    CrossEntropy,
+    Optimizer,    // Adam update over the local shard of parameters
+    // Communication (priced by the collective planner as flows on the network).
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    AllToAll,
+    Send,  // point-to-point: matched with the Recv of the other member of a 2-rank group
+    Recv,
+};
+
+inline constexpr bool is_communication(OpKind k) { return k >= OpKind::AllReduce; }
+inline constexpr bool is_gemm(OpKind k) { return k == OpKind::Gemm || k == OpKind::BatchedGemm; }
+
+// What an op's time counts as in the iteration breakdown.
+enum class OpCategory : std::uint8_t {
+    Compute,       // forward, backward and optimizer work
+    Recompute,     // forward work repeated for activation recomputation
+    TensorComm,    // tensor-parallel collectives (1d/2d/3d/atp), sequence-parallel gathers
+    PipelineComm,  // activations and gradients between pipeline stages
+    DataComm,      // gradient reduction / parameter gathers across data-parallel replicas
+};
+inline constexpr int kOpCategoryCount = 5;
+
+enum class Precision : std::uint8_t { Fp32, Tf32, Fp16, Bf16, Fp8 };
+
+// Bytes per element of a precision's storage type (tf32 is stored as fp32).
+inline constexpr double bytes_per_element(Precision p) {
+    switch (p) {
+        case Precision::Fp32:
+        case Precision::Tf32: return 4.0;
+        case Precision::Fp16:
+        case Precision::Bf16: return 2.0;
+        case Precision::Fp8: return 1.0;
+    }
+    return 4.0;
+}
+
+// Streams of a rank: ops on one stream run in program order, streams run concurrently. The
+// numbering is a convention between the program builder and its executors, not a limit of sim.
+using StreamId = std::uint8_t;
+namespace stream {
+inline constexpr StreamId kCompute = 0;
+inline constexpr StreamId kTensorComm = 1;
+inline constexpr StreamId kPipelineSend = 2;
+inline constexpr StreamId kPipelineRecv = 3;
+inline constexpr StreamId kDataComm = 4;
+inline constexpr int kCount = 5;
+}  // namespace stream
+
+struct GemmShape {
+    std::int64_t m = 0;  // rows of the output (tokens)
+    std::int64_t n = 0;  // columns of the output
+    std::int64_t k = 0;  // reduction dimension
+    std::int64_t batch = 1;
+};
+
+struct Op {
+    OpKind kind = OpKind::Elementwise;
+    OpCategory category = OpCategory::Compute;
+    Precision precision = Precision::Bf16;
+    StreamId stream = stream::kCompute;
+    std::uint16_t group_slot = 0;  // communication: index into RankProgram::groups
+    std::uint32_t label = 0;       // index into Program::labels ("L3.fwd.qkv")
+    std::uint32_t first_dep = 0;   // this op's dependencies: OpList::deps[first_dep, first_dep+dep_count)
+    std::uint32_t dep_count = 0;
+    Flops flops{0.0};              // compute: floating-point operations
+    Bytes bytes{0.0};              // compute: HBM bytes read+written; communication: buffer size per rank
+    GemmShape shape{};             // Gemm / BatchedGemm only
+    Bytes memory_alloc{0.0};       // allocated when the op starts (activations it stores, buffers)
+    Bytes memory_free{0.0};        // released when the op ends
+};
+
+// The ops of one kind of rank, in issue order. Dependencies point to earlier ops of the same list
+// (cross-rank ordering comes only from communication).
+struct OpList {
+    std::vector<Op> ops;
+    std::vector<std::uint32_t> deps;
+    Bytes resident{0.0};  // memory held for the whole iteration: weights, gradients, optimizer state
+};
+
+// A communicator: the ranks of one tensor / pipeline-pair / data group. The k-th communication op
+// that each member issues on a group is one instance; it starts when every member has issued it
+// (as with an NCCL communicator, members issue a group's collectives in the same order).
+struct Group {
+    std::vector<std::uint32_t> ranks;  // in ring order; for a Send/Recv pair: {lower stage, higher stage}
+    std::uint32_t label = 0;            // index into Program::labels ("tp", "pp", "dp", ...)
+};
+
+struct RankProgram {
+    std::uint32_t op_list = 0;            // index into Program::op_lists
+    std::vector<std::uint32_t> groups;    // slot -> index into Program::groups
+};
+
+// Rank r runs on device r of the cluster.
+struct Program {
+    std::vector<std::string> labels;
+    std::vector<OpList> op_lists;
+    std::vector<Group> groups;
+    std::vector<RankProgram> ranks;
+
+    std::uint32_t intern(const std::string& label);  // index of `label` in labels, added if new
+};
+
+// Appends ops with their dependencies to an OpList; returns op indices to depend on.
+class OpListBuilder {
+public:
+    explicit OpListBuilder(OpList& list) : list_(list) {}
+    std::uint32_t add(Op op, std::initializer_list<std::uint32_t> deps = {});
+    std::uint32_t add(Op op, const std::vector<std::uint32_t>& deps);
+
+private:
+    OpList& list_;
+};
+
+}  // namespace cuboid::sim

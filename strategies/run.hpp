@@ -1,0 +1,58 @@
+// One scenario end to end: check the plan, build the program, price it, simulate it, and report
+// the figures of the output contract (shared/spec/scenario.md).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hardware_models/hardware.hpp"
+#include "sim/executor.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+struct Breakdown {
+    double compute_s = 0.0;
+    double recompute_s = 0.0;
+    double tp_comm_exposed_s = 0.0;
+    double pp_comm_exposed_s = 0.0;
+    double dp_comm_exposed_s = 0.0;
+    double bubble_s = 0.0;
+};
+
+struct RunResult {
+    std::string scenario;
+    int gpus = 0;
+    double iteration_time_s = 0.0;
+    double tokens_per_s = 0.0;
+    double model_flops_per_iteration = 0.0;
+    double hardware_flops_per_iteration = 0.0;
+    double model_tflops_per_gpu = 0.0;
+    double hardware_tflops_per_gpu = 0.0;
+    double mfu = 0.0;
+    double peak_memory_bytes = 0.0;
+    double memory_capacity_bytes = 0.0;
+    bool fits_in_memory = true;
+    Breakdown breakdown;
+    std::uint32_t critical_rank = 0;      // the rank the breakdown describes
+    std::uint64_t sim_events = 0;
+    double sim_wall_s = 0.0;
+    std::uint64_t fingerprint = 0;
+    std::vector<double> stage_peak_memory_bytes;   // per pipeline stage
+    // optional extras (time to train, cost, energy) when the scenario gives tokens / cost
+    std::optional<double> time_to_train_s;
+    std::optional<double> cost_usd;
+    std::optional<double> energy_kwh;
+};
+
+struct RunOptions {
+    std::span<sim::SimObserver* const> observers;   // e.g. the trace writer
+    std::shared_ptr<const hw::Hardware> hardware;  // reuse across runs of one cluster; built if null
+};
+
+// Throws InputError when the plan is invalid for the model or cluster (with the reason).
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options = {});
+
+}  // namespace cuboid

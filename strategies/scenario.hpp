@@ -1,0 +1,81 @@
+// A scenario as a value: model, cluster, training settings, parallel plan, cost. The YAML loader
+// (strategies/scenario_yaml.*) fills it and records where each key came from.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware_models/cluster_spec.hpp"
+#include "hardware_models/errors.hpp"
+#include "sim/program.hpp"
+
+namespace cuboid {
+
+struct ModelSpec {
+    std::string preset;     // empty: none
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kv_heads = 0;       // 0: same as heads
+    int ffn_hidden = 0;     // 0: 4 * hidden
+    int seq_len = 0;
+    int vocab = 0;
+    bool swiglu = false;    // gated MLP (Llama): three FFN matrices instead of two
+
+    int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
+    int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+};
+
+enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath };
+enum class Recompute { None, Full, Selective, StageAware };
+enum class TensorMode { OneD, TwoD, ThreeD, Atp };
+
+struct TrainingSpec {
+    int global_batch = 0;                 // sequences per iteration
+    int micro_batch = 1;                  // sequences per micro-batch
+    sim::Precision precision = sim::Precision::Bf16;
+    std::optional<double> tokens;         // tokens to train, for time to train
+};
+
+struct ParallelPlan {
+    int tensor = 1;
+    int pipeline = 1;
+    int data = 0;                         // 0: derived as gpus / (tensor * pipeline)
+    int virtual_stages = 1;
+    Schedule schedule = Schedule::OneFOneB;
+    Recompute recompute = Recompute::None;
+    TensorMode tensor_mode = TensorMode::OneD;
+    bool sequence_parallel = false;
+    int overlap_chunks = 1;
+    int zero_stage = 0;
+    bool dp_overlap = true;
+};
+
+struct CostSpec {
+    std::optional<double> gpu_hour_usd;
+    std::optional<double> node_power_kw;
+};
+
+struct Scenario {
+    std::string name;
+    ModelSpec model;
+    hw::ClusterSpec cluster;
+    TrainingSpec training;
+    ParallelPlan parallel;
+    CostSpec cost;
+    // sweep axes in file order: dotted key -> values as written (applied with the --set rules)
+    std::vector<std::pair<std::string, std::vector<std::string>>> sweep;
+
+    std::string source_file;                       // as given on the command line
+    std::map<std::string, int> key_lines;          // dotted key -> line in source_file
+
+    InputLocation where(const std::string& key) const;
+};
+
+std::string to_string(Schedule s);
+std::string to_string(Recompute r);
+std::string to_string(TensorMode m);
+
+}  // namespace cuboid
