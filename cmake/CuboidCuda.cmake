@@ -14,6 +14,9 @@ if(NOT CUBOID_CUDA STREQUAL "OFF")
       # Hopper (H100/H200) and Ampere (A100); compiled ahead of time, no GPU needed to build.
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
+    # CMake 3.25 does not know nvcc's C++20 flag; the CUDA sources are C++17.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)

@@ -20,10 +20,16 @@ public:
     const InputLocation& where() const { return where_; }
 
     static std::string format(const InputLocation& w, const std::string& message) {
+        // Appends one piece at a time (GCC 12 warns falsely on chained string concatenation).
         std::string s;
-        if (!w.file.empty()) s += w.file + (w.line > 0 ? ":" + std::to_string(w.line) : "") + ": ";
-        if (!w.key.empty()) s += "'" + w.key + "': ";
-        return s + message;
+        if (!w.file.empty()) {
+            s.append(w.file);
+            if (w.line > 0) s.append(":").append(std::to_string(w.line));
+            s.append(": ");
+        }
+        if (!w.key.empty()) s.append("'").append(w.key).append("': ");
+        s.append(message);
+        return s;
     }
 
 private:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/program.hpp"
@@ -14,7 +15,7 @@ namespace cuboid::hw {
 // points; clamped at the ends.
 struct EfficiencyCurve {
     struct Point {
-        double size = 0.0;        // GEMM: FLOPs of one product; memory-bound: bytes moved
+        double size = 0.0;        // GEMM: FLOPs of one kernel; memory-bound: bytes moved
         double efficiency = 0.0;  // fraction of peak, 0..1
     };
     std::vector<Point> points;  // ascending size
@@ -38,7 +39,18 @@ struct GpuSpec {
     EfficiencyCurve memory_efficiency;      // fraction of HBM bandwidth vs bytes moved
     Time kernel_launch{0};                  // fixed cost of one kernel
 
+    std::vector<std::string> aliases;       // other names the catalog accepts
+    std::string description;                // one line for `cuboid list gpus`
+    std::string source;                     // where the figures come from
+    BytesPerSecond host_link_bandwidth{0.0};  // PCIe x16 to host / NIC, one direction
+    // Curves measured at another precision (fp8, fp32, ...); others use gemm_efficiency.
+    std::vector<std::pair<sim::Precision, EfficiencyCurve>> gemm_efficiency_by_precision;
+
     FlopsPerSecond peak(sim::Precision p) const;
+    const EfficiencyCurve& gemm_curve(sim::Precision p) const;
 };
+
+// "fp32" | "tf32" | "fp16" | "bf16" | "fp8".
+const char* precision_name(sim::Precision p);
 
 }  // namespace cuboid::hw

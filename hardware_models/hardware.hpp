@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "hardware_models/cluster_spec.hpp"
@@ -17,6 +18,8 @@ namespace cuboid::hw {
 class Catalog;
 class Topology;
 class ComputeModel;
+class CollectiveModel;
+struct HardwareProfile;
 
 class Hardware {
 public:
@@ -41,9 +44,18 @@ public:
     Time collective_time(sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> ranks) const;
 
     const Topology& topology() const;
+    const ComputeModel& compute_model() const;
+    const CollectiveModel& collectives() const;
+    const HardwareProfile* profile() const;  // null without one
+
+    // Only build() can make the token: a Hardware is always complete.
+    class Token {
+        Token() = default;
+        friend class Hardware;
+    };
+    explicit Hardware(Token);
 
 private:
-    Hardware();
     struct State;
     std::unique_ptr<State> state_;
 };

@@ -1,5 +1,8 @@
 // Observers subscribe to what the executor does; the kernel does not know what they record
-// (trace, breakdown, statistics). Callbacks arrive in simulated-time order.
+// (trace, breakdown, statistics). Callbacks arrive in simulated-time order, with one exception:
+// with SimOptions::merge_compute_chains a chain of compute ops that runs as one event reports all
+// its ops (each with its own start and end time) when the chain ends. Per stream the order always
+// holds; set merge_compute_chains to false where an observer needs the global order.
 #pragma once
 
 #include <cstdint>

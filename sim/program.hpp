@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/units.hpp"
@@ -132,6 +133,10 @@ struct Program {
     std::vector<RankProgram> ranks;
 
     std::uint32_t intern(const std::string& label);  // index of `label` in labels, added if new
+
+    // Lookup index for intern(): covers labels[0, size of the map); labels appended directly are
+    // indexed on the next intern() call.
+    std::unordered_map<std::string, std::uint32_t> label_index;
 };
 
 // Appends ops with their dependencies to an OpList; returns op indices to depend on.

@@ -1,0 +1,177 @@
+#include "hardware_models/collectives.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "hardware_models/collective_builders.hpp"
+
+namespace cuboid::hw {
+
+const char* to_string(CollectiveAlgorithm a) {
+    switch (a) {
+        case CollectiveAlgorithm::Ring: return "ring";
+        case CollectiveAlgorithm::Tree: return "tree";
+        case CollectiveAlgorithm::Hierarchical: return "hierarchical";
+        case CollectiveAlgorithm::Chain: return "chain";
+        case CollectiveAlgorithm::Pairwise: return "pairwise";
+        case CollectiveAlgorithm::Direct: return "direct";
+    }
+    return "ring";
+}
+
+double bus_factor(sim::OpKind kind, int ranks) {
+    const double p = std::max(ranks, 1);
+    switch (kind) {
+        case sim::OpKind::AllReduce: return 2.0 * (p - 1.0) / p;
+        case sim::OpKind::AllGather:
+        case sim::OpKind::ReduceScatter:
+        case sim::OpKind::AllToAll: return (p - 1.0) / p;
+        default: return 1.0;
+    }
+}
+
+CollectiveCosts CollectiveCosts::resolve(const ClusterSpec& spec, const Catalog& catalog) {
+    const NodeKindSpec& node = catalog.node_kind(spec.intra_node);
+    const NetworkKindSpec& net = catalog.network_kind(spec.inter_node);
+    CollectiveCosts c;
+    // NVLink links only exist in NVLink nodes, PCIe links everywhere (GPU <-> NIC, pcie nodes).
+    c.nvlink_efficiency = node.link_class == LinkClass::NvLink ? node.protocol_efficiency : 1.0;
+    c.pcie_efficiency = catalog.node_kind(IntraNodeKind::Pcie).protocol_efficiency;
+    c.network_efficiency = net.protocol_efficiency;
+    c.intra_ring_step = node.nccl_ring_step;
+    c.intra_tree_step = node.nccl_tree_step;
+    c.switch_latency = net.switch_latency;
+    c.nccl = catalog.nccl();
+    return c;
+}
+
+double CollectiveCosts::efficiency(LinkClass c) const {
+    switch (c) {
+        case LinkClass::NvLink: return nvlink_efficiency;
+        case LinkClass::Pcie: return pcie_efficiency;
+        case LinkClass::Network: return network_efficiency;
+    }
+    return 1.0;
+}
+
+CollectiveModel::CollectiveModel(const Topology& topology, CollectiveCosts costs,
+                                 const HardwareProfile* profile)
+    : topology_(topology), costs_(std::move(costs)), profile_(profile) {}
+
+std::vector<CollectiveAlgorithm> CollectiveModel::eligible(sim::OpKind kind,
+                                                           std::span<const std::uint32_t> ranks) const {
+    using A = CollectiveAlgorithm;
+    switch (kind) {
+        case sim::OpKind::AllReduce: {
+            const auto g = detail::GroupLayout::of(topology_, ranks);
+            std::vector<A> out{A::Ring};
+            if (g.nodes.size() > 1) out.push_back(A::Tree);
+            if (g.nodes.size() > 1 && g.uniform && g.per_node > 1) out.push_back(A::Hierarchical);
+            return out;
+        }
+        case sim::OpKind::AllGather:
+        case sim::OpKind::ReduceScatter: return {A::Ring};
+        case sim::OpKind::Broadcast: return {A::Chain};
+        case sim::OpKind::AllToAll: return {A::Pairwise};
+        default: return {A::Direct};
+    }
+}
+
+CollectivePlan CollectiveModel::build(CollectiveAlgorithm algorithm, sim::OpKind kind, Bytes bytes,
+                                      std::span<const std::uint32_t> ranks, std::uint32_t source) const {
+    const detail::PlanContext ctx{topology_, costs_};
+    CollectivePlan p;
+    p.algorithm = algorithm;
+    if (ranks.size() < 2) {
+        p.plan.phases.push_back({});  // a group of one: nothing moves
+        return p;
+    }
+    switch (algorithm) {
+        case CollectiveAlgorithm::Ring: p.plan = detail::ring_plan(ctx, kind, bytes, ranks); break;
+        case CollectiveAlgorithm::Tree: p.plan = detail::tree_plan(ctx, bytes, ranks); break;
+        case CollectiveAlgorithm::Hierarchical: p.plan = detail::hierarchical_plan(ctx, bytes, ranks); break;
+        case CollectiveAlgorithm::Chain: p.plan = detail::chain_plan(ctx, bytes, ranks, source); break;
+        case CollectiveAlgorithm::Pairwise: p.plan = detail::pairwise_plan(ctx, bytes, ranks); break;
+        case CollectiveAlgorithm::Direct: {
+            const std::uint32_t to = source == ranks[0] ? ranks[1] : ranks[0];
+            const std::uint32_t from = source == ranks[0] || source == ranks[1] ? source : ranks[0];
+            p.plan = detail::direct_plan(ctx, bytes, from, to);
+            break;
+        }
+    }
+    p.time = closed_form(p.plan);
+    return p;
+}
+
+CollectivePlan CollectiveModel::plan(sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> ranks,
+                                     std::uint32_t source) const {
+    CollectivePlan best;
+    bool first = true;
+    for (const CollectiveAlgorithm a : eligible(kind, ranks)) {
+        CollectivePlan p = build(a, kind, bytes, ranks, source);
+        if (first || p.time < best.time) best = std::move(p);
+        first = false;
+    }
+    apply_profile(best, kind, bytes, static_cast<int>(ranks.size()));
+    return best;
+}
+
+// Sum over phases of latency + the busiest link's load / bandwidth. For the symmetric plans built
+// here every flow of a phase is bottlenecked on equally loaded links, so this is the max-min
+// completion time of the phase without other traffic.
+Time CollectiveModel::closed_form(const sim::TransferPlan& plan) const {
+    const auto links = topology_.links();
+    Time total{0};
+    for (const auto& phase : plan.phases) {
+        std::map<sim::LinkId, double> load;  // bytes x weight per link
+        for (const auto& f : phase.flows)
+            for (const auto& use : f.links) load[use.link] += f.bytes.value * use.weight;
+        double slowest = 0.0;
+        for (const auto& [id, bytes] : load) slowest = std::max(slowest, bytes / links[id].bandwidth.value);
+        total += phase.latency + to_time(slowest);
+    }
+    return total;
+}
+
+// A measured alpha-beta replaces the modelled one: the latency becomes alpha (on the first phase)
+// and every weight is scaled so that the uncontended bandwidth term equals bus_bytes / busbw.
+// Under contention the flows keep the shape of the chosen algorithm.
+void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes, int ranks) const {
+    if (!profile_ || ranks < 2) return;
+    const CollectiveSample* s = profile_->collective(kind, ranks, to_string(p.algorithm));
+    if (!s) return;
+    Time latency{0};
+    for (auto& phase : p.plan.phases) latency += std::exchange(phase.latency, Time{0});
+    p.plan.phases.front().latency = s->alpha;
+    const double modelled = to_seconds(p.time - latency);
+    const double measured = bytes.value * bus_factor(kind, ranks) / (s->bus_gb_per_s * 1e9);
+    if (modelled > 0.0)
+        for (auto& phase : p.plan.phases)
+            for (auto& f : phase.flows)
+                for (auto& use : f.links) use.weight *= measured / modelled;
+    p.time = closed_form(p.plan);
+}
+
+CollectivePlanner::CollectivePlanner(const CollectiveModel& model, const sim::Program& program)
+    : model_(model), program_(program) {}
+
+std::size_t CollectivePlanner::KeyHash::operator()(const Key& k) const {
+    std::size_t h = std::hash<std::uint32_t>{}(k.group);
+    h = h * 1000003u ^ std::hash<int>{}(static_cast<int>(k.kind));
+    h = h * 1000003u ^ std::hash<double>{}(k.bytes);
+    return h * 1000003u ^ std::hash<std::uint32_t>{}(k.source);
+}
+
+const sim::TransferPlan& CollectivePlanner::plan(const sim::TransferRequest& r) {
+    using K = sim::OpKind;
+    const K kind = r.kind == K::Recv ? K::Send : r.kind;  // both halves of a pair name one transfer
+    const bool sourced = kind == K::Send || kind == K::Broadcast;
+    const Key key{r.group, kind, r.bytes.value, sourced ? r.source : 0u};
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const auto& ranks = program_.groups.at(r.group).ranks;
+    auto p = model_.plan(kind, r.bytes, ranks, r.source);
+    return cache_.emplace(key, std::move(p.plan)).first->second;
+}
+
+}  // namespace cuboid::hw

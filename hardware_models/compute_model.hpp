@@ -1,0 +1,54 @@
+// Duration of one compute op on one GPU: a roofline with measured efficiencies.
+//
+//   GEMM:         launch + max(F / (peak(precision) * eff_gemm(F) * shape(m,n,k)),
+//                              B / (hbm * eff_mem(B)))
+//   memory-bound: launch + max(B / (hbm * eff_mem(B)), F / peak_fp32)
+//
+// F = the op's FLOPs (for a batched GEMM, all its products: one kernel launch fills the GPU with
+// every product's tiles, so the size on the efficiency curve is the kernel's total work), B = HBM
+// bytes it moves. eff_gemm is the GPU's measured curve for the precision (catalog gpus.yaml,
+// hardware.md §2.2), measured on square shapes. shape() is the tile padding a skinny GEMM pays
+// and the square ones of the curve do not: tensor-core kernels compute whole output tiles (128 x 128
+// is cuBLAS's common tile) over K slices of 64, so a dimension x costs ceil(x/t)*t:
+//   shape = m/ceil128(m) * n/ceil128(n) * k/ceil64(k).
+// Check against hardware.md §2.2: the skinny 802816x192x768 A100 GEMM (2.37e11 FLOPs, curve
+// ~0.75, n: 192/256) gives 0.56 against 0.51 measured.
+// Vector work (memory-bound kinds) runs on the CUDA cores: the FP32 non-tensor peak bounds it.
+// A precision the GPU has no peak for (fp8 before Hopper) is an InputError, not a silent fallback:
+// the training would not run on that GPU.
+// With a calibrated profile, measured GEMM rates and kernel bandwidths replace the curves where
+// they exist (hardware_models/profile.hpp).
+#pragma once
+
+#include "hardware_models/gpu_spec.hpp"
+#include "hardware_models/profile.hpp"
+#include "sim/program.hpp"
+
+namespace cuboid::hw {
+
+inline constexpr std::int64_t kGemmTileMn = 128;  // output tile edge (cuBLAS/CUTLASS common tile)
+inline constexpr std::int64_t kGemmTileK = 64;    // K slice per main-loop iteration
+
+class ComputeModel {
+public:
+    // `profile` may be null; both must outlive the model.
+    ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile);
+
+    Time duration(const sim::Op& op) const;
+
+    // Achieved rate of a GEMM op (catalog curve x shape, or the profile's measurement).
+    FlopsPerSecond gemm_rate(const sim::Op& op) const;
+    // Achieved HBM bandwidth for a kernel of this kind moving `bytes`.
+    BytesPerSecond memory_rate(sim::OpKind kind, Bytes bytes) const;
+
+    // Tile-padding efficiency of a product's shape, 1 for multiples of the tiles.
+    static double shape_factor(const sim::GemmShape& shape);
+
+private:
+    FlopsPerSecond checked_peak(sim::Precision p) const;
+
+    const GpuSpec& gpu_;
+    const HardwareProfile* profile_;
+};
+
+}  // namespace cuboid::hw

@@ -1,0 +1,85 @@
+#include "hardware_models/hardware.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/collectives.hpp"
+#include "hardware_models/compute_model.hpp"
+#include "hardware_models/errors.hpp"
+#include "hardware_models/profile.hpp"
+#include "hardware_models/topology.hpp"
+
+namespace cuboid::hw {
+
+// Members refer to earlier members (the models to the GPU, the profile and the topology); the
+// State lives behind a unique_ptr and never moves.
+struct Hardware::State {
+    ClusterSpec spec;
+    GpuSpec gpu;
+    std::optional<HardwareProfile> profile;
+    Topology topology;
+    ComputeModel compute;
+    CollectiveModel collectives;
+
+    State(const ClusterSpec& s, const Catalog& catalog, std::optional<HardwareProfile> p)
+        : spec(s),
+          gpu(catalog.gpu(s.gpu)),
+          profile(std::move(p)),
+          topology(Topology::build(TopologyParams::resolve(s, gpu, catalog))),
+          compute(gpu, profile ? &*profile : nullptr),
+          collectives(topology, CollectiveCosts::resolve(s, catalog), profile ? &*profile : nullptr) {}
+};
+
+static std::optional<HardwareProfile> load_profile(const ClusterSpec& spec, const Catalog& catalog) {
+    if (!spec.profile) return std::nullopt;
+    HardwareProfile p = HardwareProfile::load(*spec.profile);
+    const auto it = p.metadata.find("gpu");
+    if (it != p.metadata.end() && catalog.gpu(it->second).name != catalog.gpu(spec.gpu).name)
+        throw InputError({*spec.profile, 0, "metadata.gpu"},
+                         fmt::format("the profile was measured on '{}' but cluster.gpu is '{}'",
+                                     it->second, spec.gpu));
+    return p;
+}
+
+Hardware::Hardware(Token) {}
+Hardware::~Hardware() = default;
+
+std::shared_ptr<const Hardware> Hardware::build(const ClusterSpec& spec, const Catalog& catalog) {
+    auto hw = std::make_shared<Hardware>(Token{});
+    hw->state_ = std::make_unique<State>(spec, catalog, load_profile(spec, catalog));
+    return hw;
+}
+
+const ClusterSpec& Hardware::spec() const { return state_->spec; }
+const GpuSpec& Hardware::gpu() const { return state_->gpu; }
+std::span<const sim::Link> Hardware::links() const { return state_->topology.links(); }
+const Topology& Hardware::topology() const { return state_->topology; }
+const ComputeModel& Hardware::compute_model() const { return state_->compute; }
+const CollectiveModel& Hardware::collectives() const { return state_->collectives; }
+const HardwareProfile* Hardware::profile() const { return state_->profile ? &*state_->profile : nullptr; }
+
+Time Hardware::compute_duration(const sim::Op& op) const { return state_->compute.duration(op); }
+
+sim::ProgramCosts Hardware::price(const sim::Program& program) const {
+    sim::ProgramCosts costs;
+    costs.durations.reserve(program.op_lists.size());
+    for (const auto& list : program.op_lists) {
+        auto& d = costs.durations.emplace_back();
+        d.reserve(list.ops.size());
+        for (const auto& op : list.ops) d.push_back(state_->compute.duration(op));
+    }
+    return costs;
+}
+
+std::unique_ptr<sim::TransferPlanner> Hardware::make_planner(const sim::Program& program) const {
+    return std::make_unique<CollectivePlanner>(state_->collectives, program);
+}
+
+Time Hardware::collective_time(sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> ranks) const {
+    const std::uint32_t source = ranks.empty() ? 0u : ranks.front();
+    return state_->collectives.plan(kind, bytes, ranks, source).time;
+}
+
+}  // namespace cuboid::hw

@@ -1,0 +1,71 @@
+// Scenario names of the cluster enums (shared/spec/scenario.md "Names that scripts rely on").
+#include <fmt/format.h>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/errors.hpp"
+
+namespace cuboid::hw {
+
+const char* to_string(IntraNodeKind kind) {
+    switch (kind) {
+        case IntraNodeKind::NvSwitch: return "nvswitch";
+        case IntraNodeKind::NvLinkMesh: return "nvlink-mesh";
+        case IntraNodeKind::Pcie: return "pcie";
+    }
+    return "nvswitch";
+}
+
+const char* to_string(InterNodeKind kind) {
+    switch (kind) {
+        case InterNodeKind::InfiniBand: return "infiniband";
+        case InterNodeKind::Roce: return "roce";
+        case InterNodeKind::Ethernet: return "ethernet";
+    }
+    return "infiniband";
+}
+
+const char* to_string(NetworkTopology topology) {
+    switch (topology) {
+        case NetworkTopology::FatTree: return "fat-tree";
+        case NetworkTopology::RailOptimized: return "rail-optimized";
+        case NetworkTopology::SingleSwitch: return "single-switch";
+    }
+    return "fat-tree";
+}
+
+template <class E>
+static E parse_enum(const std::string& name, std::initializer_list<E> values,
+                    const InputLocation& where) {
+    std::string allowed;
+    for (E v : values) {
+        if (name == to_string(v)) return v;
+        allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
+    }
+    throw InputError(where, fmt::format("unknown value '{}' (allowed: {})", name, allowed));
+}
+
+IntraNodeKind parse_intra_node_kind(const std::string& name, const InputLocation& where) {
+    return parse_enum(name, {IntraNodeKind::NvSwitch, IntraNodeKind::NvLinkMesh, IntraNodeKind::Pcie},
+                      where);
+}
+
+InterNodeKind parse_inter_node_kind(const std::string& name, const InputLocation& where) {
+    return parse_enum(name, {InterNodeKind::InfiniBand, InterNodeKind::Roce, InterNodeKind::Ethernet},
+                      where);
+}
+
+NetworkTopology parse_network_topology(const std::string& name, const InputLocation& where) {
+    return parse_enum(name,
+                      {NetworkTopology::FatTree, NetworkTopology::RailOptimized,
+                       NetworkTopology::SingleSwitch},
+                      where);
+}
+
+CatalogSection parse_catalog_section(const std::string& name, const InputLocation& where) {
+    if (name == "gpus") return CatalogSection::Gpus;
+    if (name == "nodes") return CatalogSection::Nodes;
+    if (name == "networks") return CatalogSection::Networks;
+    throw InputError(where, fmt::format("unknown catalog section '{}' (allowed: gpus, nodes, networks)", name));
+}
+
+}  // namespace cuboid::hw

@@ -1,0 +1,64 @@
+// A calibrated hardware profile: measured GEMM throughput by shape, memory-bound kernel bandwidth
+// by kind and size, and alpha-beta costs of collectives, written by the calibration tool and named
+// by a cluster's `profile` key. Where it has a measurement it replaces the catalog's curves.
+// Format: docs/hardware_profile.md. The loader ignores unknown keys and is strict on types.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/program.hpp"
+#include "sim/units.hpp"
+
+namespace cuboid::hw {
+
+struct GemmSample {
+    sim::Precision precision = sim::Precision::Bf16;
+    std::int64_t m = 0, n = 0, k = 0;
+    double tflops = 0.0;  // measured, per GPU
+};
+
+struct MemorySample {
+    std::string kind;     // "elementwise", "layer-norm", ... (see memory_kind_name)
+    double bytes = 0.0;   // bytes moved by the kernel
+    double gb_per_s = 0.0;
+};
+
+// time = alpha + bus_bytes / bus_bandwidth, bus_bytes as nccl-tests' busbw convention:
+// all-reduce 2(P-1)/P*S, all-gather / reduce-scatter / all-to-all (P-1)/P*S, others S.
+struct CollectiveSample {
+    sim::OpKind kind = sim::OpKind::AllReduce;
+    std::string algorithm = "auto";  // "auto" (what the library chose), "ring", "tree", ...
+    int ranks = 0;
+    Time alpha{0};
+    double bus_gb_per_s = 0.0;
+};
+
+struct HardwareProfile {
+    std::map<std::string, std::string> metadata;  // gpu, date, host, software versions, command
+    std::optional<Time> kernel_launch;
+    std::vector<GemmSample> gemm;
+    std::vector<MemorySample> memory;
+    std::vector<CollectiveSample> collectives;
+
+    static HardwareProfile load(const std::string& path);
+    static HardwareProfile parse(const std::string& text, const std::string& file);
+
+    // Measured rate for this GEMM shape: trilinear interpolation in (log m, log n, log k) inside
+    // the measured grid, else the nearest measured shape in that space; none for an unmeasured
+    // precision.
+    std::optional<FlopsPerSecond> gemm_rate(sim::Precision p, std::int64_t m, std::int64_t n,
+                                            std::int64_t k) const;
+    // Measured bandwidth of a memory-bound kernel kind (falling back to "elementwise"),
+    // interpolated in log(bytes) and clamped at the ends.
+    std::optional<BytesPerSecond> memory_rate(sim::OpKind kind, Bytes bytes) const;
+    // The measurement for this collective on `ranks` ranks, preferring `algorithm` over "auto".
+    const CollectiveSample* collective(sim::OpKind kind, int ranks, const std::string& algorithm) const;
+};
+
+const char* memory_kind_name(sim::OpKind kind);      // "layer-norm", ...
+const char* collective_kind_name(sim::OpKind kind);  // "all-reduce", ... (send/recv: "send-recv")
+
+}  // namespace cuboid::hw

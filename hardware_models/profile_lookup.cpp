@@ -1,0 +1,112 @@
+// Interpolation in a calibrated profile's measurements.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "hardware_models/profile.hpp"
+
+namespace cuboid::hw {
+namespace {
+
+using Shape = std::array<double, 3>;  // log m, log n, log k
+
+Shape log_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+    return {std::log(double(m)), std::log(double(n)), std::log(double(k))};
+}
+
+// The grid values that bracket x (equal when x is on the grid); none outside the grid.
+bool bracket(const std::vector<double>& grid, double x, double& lo, double& hi) {
+    if (grid.empty() || x < grid.front() - 1e-12 || x > grid.back() + 1e-12) return false;
+    const auto it = std::lower_bound(grid.begin(), grid.end(), x - 1e-12);
+    hi = *it;
+    lo = (std::abs(*it - x) < 1e-9 || it == grid.begin()) ? *it : *(it - 1);
+    return true;
+}
+
+const GemmSample* find_sample(const std::vector<const GemmSample*>& samples, const Shape& s) {
+    for (const auto* g : samples) {
+        const Shape t = log_shape(g->m, g->n, g->k);
+        if (std::abs(t[0] - s[0]) < 1e-9 && std::abs(t[1] - s[1]) < 1e-9 && std::abs(t[2] - s[2]) < 1e-9)
+            return g;
+    }
+    return nullptr;
+}
+
+// Trilinear in log space over the 8 corners of the enclosing grid cell, if all were measured.
+std::optional<double> trilinear(const std::vector<const GemmSample*>& samples, const Shape& q) {
+    std::array<std::vector<double>, 3> grid;
+    for (const auto* g : samples) {
+        const Shape t = log_shape(g->m, g->n, g->k);
+        for (int d = 0; d < 3; ++d) grid[d].push_back(t[d]);
+    }
+    std::array<double, 3> lo{}, hi{}, w{};
+    for (int d = 0; d < 3; ++d) {
+        std::sort(grid[d].begin(), grid[d].end());
+        if (!bracket(grid[d], q[d], lo[d], hi[d])) return std::nullopt;
+        w[d] = hi[d] > lo[d] ? (q[d] - lo[d]) / (hi[d] - lo[d]) : 0.0;
+    }
+    double value = 0.0;
+    for (int corner = 0; corner < 8; ++corner) {
+        Shape c{};
+        double weight = 1.0;
+        for (int d = 0; d < 3; ++d) {
+            const bool up = (corner >> d) & 1;
+            c[d] = up ? hi[d] : lo[d];
+            weight *= up ? w[d] : 1.0 - w[d];
+        }
+        if (weight == 0.0) continue;
+        const GemmSample* s = find_sample(samples, c);
+        if (!s) return std::nullopt;
+        value += weight * s->tflops;
+    }
+    return value;
+}
+
+double nearest(const std::vector<const GemmSample*>& samples, const Shape& q) {
+    double best = std::numeric_limits<double>::max(), tflops = 0.0;
+    for (const auto* g : samples) {
+        const Shape t = log_shape(g->m, g->n, g->k);
+        const double d = (t[0] - q[0]) * (t[0] - q[0]) + (t[1] - q[1]) * (t[1] - q[1]) +
+                         (t[2] - q[2]) * (t[2] - q[2]);
+        if (d < best) best = d, tflops = g->tflops;
+    }
+    return tflops;
+}
+
+}  // namespace
+
+std::optional<FlopsPerSecond> HardwareProfile::gemm_rate(sim::Precision p, std::int64_t m,
+                                                         std::int64_t n, std::int64_t k) const {
+    std::vector<const GemmSample*> samples;
+    for (const auto& g : gemm)
+        if (g.precision == p) samples.push_back(&g);
+    if (samples.empty() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+    const Shape q = log_shape(m, n, k);
+    const auto t = trilinear(samples, q);
+    return teraflops(t ? *t : nearest(samples, q));
+}
+
+std::optional<BytesPerSecond> HardwareProfile::memory_rate(sim::OpKind kind, Bytes bytes) const {
+    std::vector<const MemorySample*> samples;
+    for (const char* name : {memory_kind_name(kind), "elementwise"}) {
+        for (const auto& s : memory)
+            if (s.kind == name) samples.push_back(&s);
+        if (!samples.empty()) break;
+    }
+    if (samples.empty()) return std::nullopt;
+    std::sort(samples.begin(), samples.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
+    const double x = std::max(bytes.value, 1.0);
+    if (x <= samples.front()->bytes) return gigabytes_per_second(samples.front()->gb_per_s);
+    if (x >= samples.back()->bytes) return gigabytes_per_second(samples.back()->gb_per_s);
+    for (std::size_t i = 1; i < samples.size(); ++i) {
+        if (x > samples[i]->bytes) continue;
+        const auto* lo = samples[i - 1];
+        const auto* hi = samples[i];
+        const double t = hi->bytes > lo->bytes ? std::log(x / lo->bytes) / std::log(hi->bytes / lo->bytes) : 0.0;
+        return gigabytes_per_second(lo->gb_per_s + t * (hi->gb_per_s - lo->gb_per_s));
+    }
+    return gigabytes_per_second(samples.back()->gb_per_s);
+}
+
+}  // namespace cuboid::hw

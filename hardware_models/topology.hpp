@@ -1,0 +1,102 @@
+// The cluster's network as a directed graph (Boost.Graph): vertices are GPUs, NVSwitches, PCIe
+// switches and hosts, NICs, leaf/rail and spine switches; every edge is one direction of a link
+// and carries the sim::Link id (one sim::Link per direction, with the raw line rate).
+//
+// Intra-node kinds: nvswitch (each GPU has an up and a down link to one logical switch per node,
+// at the GPU's scale-up rate), nvlink-mesh (a direct link per ordered GPU pair at per-GPU rate /
+// (GPUs - 1)), pcie (GPUs under PCIe switches whose x16 up-links meet at the host).
+// Inter-node: NICs (GPU i of a node uses NIC i*nics/gpus over a PCIe link), then
+//   single-switch: every NIC on one switch;
+//   fat-tree: leaves of radix R hold R*o/(1+o) NICs (o = oversubscription), each leaf has one
+//     up-link to each of down/o spines (two levels; a spine stands for a spine plane when the
+//     leaves outnumber a real switch's ports);
+//   rail-optimized: NIC k of every node of a scalable unit (SU, as many nodes as a leaf has down
+//     ports) on rail leaf (SU, k); rails and SUs meet at the spines (NVIDIA SuperPOD,
+//     hardware.md §4.2).
+// Routes are shortest paths (BFS); among equal-cost paths (the spines) one is chosen by a hash of
+// (source, destination), as ECMP does. Link count for 384 DGX nodes on a non-blocking NDR fat tree:
+// 4 x 3072 GPU/NIC/leaf links + 96 leaves x 32 spines x 2 = 18,432 + 6,144 ~ 25k.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/cluster_spec.hpp"
+#include "sim/transfer.hpp"
+
+namespace cuboid::hw {
+
+enum class VertexKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Host, Nic, Leaf, Spine };
+
+struct TopologyVertex {
+    VertexKind kind = VertexKind::Gpu;
+    int node = -1;  // -1: a network switch shared by nodes
+    int index = 0;  // GPU number, local NIC number, switch number
+};
+
+struct TopologyEdge {
+    sim::LinkId link = 0;
+};
+
+using TopologyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                            TopologyVertex, TopologyEdge>;
+
+// The cluster resolved against the catalog: every rate the graph needs.
+struct TopologyParams {
+    int nodes = 1;
+    int gpus_per_node = 8;
+    IntraNodeKind intra = IntraNodeKind::NvSwitch;
+    BytesPerSecond gpu_link{0.0};   // per GPU, one direction (nvswitch/mesh: scale-up; pcie: x16)
+    BytesPerSecond host_link{0.0};  // GPU <-> NIC and PCIe switch <-> host
+    int gpus_per_pcie_switch = 2;
+    int nics_per_node = 8;
+    BytesPerSecond nic{0.0};        // NIC and switch port line rate, one direction
+    NetworkTopology topology = NetworkTopology::FatTree;
+    double oversubscription = 1.0;
+    int switch_radix = 64;
+
+    // Throws InputError for an impossible cluster.
+    static TopologyParams resolve(const ClusterSpec& spec, const GpuSpec& gpu, const Catalog& catalog);
+};
+
+class Topology {
+public:
+    static Topology build(const TopologyParams& params);
+
+    std::span<const sim::Link> links() const { return links_; }
+    LinkClass link_class(sim::LinkId id) const { return classes_[id]; }
+    const TopologyGraph& graph() const { return graph_; }
+    const TopologyParams& params() const { return params_; }
+
+    int gpus() const { return params_.nodes * params_.gpus_per_node; }
+    int node_of(std::uint32_t gpu) const { return static_cast<int>(gpu) / params_.gpus_per_node; }
+
+    // Links from GPU `src` to GPU `dst`, in order (empty when src == dst).
+    std::vector<sim::LinkId> route(std::uint32_t src, std::uint32_t dst) const;
+    // Network switches (leaf, spine) a route crosses.
+    int switch_hops(std::span<const sim::LinkId> route) const;
+    VertexKind link_target_kind(sim::LinkId id) const;
+
+private:
+    friend struct TopologyBuilder;
+    using Vertex = TopologyGraph::vertex_descriptor;
+
+    std::vector<sim::LinkId> bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const;
+    bool may_cross(Vertex v, bool intra_node, int node) const;
+
+    TopologyParams params_;
+    TopologyGraph graph_;
+    std::vector<sim::Link> links_;
+    std::vector<LinkClass> classes_;
+    std::vector<Vertex> link_target_;     // per link: the vertex it enters
+    std::vector<Vertex> nic_of_gpu_;      // NIC vertex of each GPU (multi-node only)
+    std::vector<sim::LinkId> gpu_to_nic_;  // per GPU
+    std::vector<sim::LinkId> nic_to_gpu_;
+};
+
+}  // namespace cuboid::hw

@@ -1,0 +1,173 @@
+// Construction of the topology graph from resolved cluster parameters.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hardware_models/errors.hpp"
+#include "hardware_models/topology.hpp"
+
+namespace cuboid::hw {
+
+TopologyParams TopologyParams::resolve(const ClusterSpec& spec, const GpuSpec& gpu,
+                                       const Catalog& catalog) {
+    auto fail = [](const char* key, const std::string& msg) { throw InputError({"", 0, key}, msg); };
+    if (spec.nodes < 1) fail("cluster.nodes", "must be >= 1");
+    if (spec.gpus_per_node < 1) fail("cluster.gpus_per_node", "must be >= 1");
+    if (spec.nodes > 1 && spec.nics_per_node < 1) fail("cluster.inter_node.nics_per_node", "must be >= 1");
+    if (spec.nodes > 1 && !(spec.nic_gbps > 0.0)) fail("cluster.inter_node.nic_gbps", "must be > 0");
+    if (!(spec.oversubscription >= 1.0)) fail("cluster.inter_node.oversubscription", "must be >= 1");
+    if (spec.intra_node_gbps && !(*spec.intra_node_gbps > 0.0)) fail("cluster.intra_node_gbps", "must be > 0");
+    const NodeKindSpec& node = catalog.node_kind(spec.intra_node);
+    const NetworkKindSpec& net = catalog.network_kind(spec.inter_node);
+    TopologyParams p;
+    p.nodes = spec.nodes;
+    p.gpus_per_node = spec.gpus_per_node;
+    p.intra = spec.intra_node;
+    p.host_link = gpu.host_link_bandwidth;
+    const BytesPerSecond fabric = spec.intra_node == IntraNodeKind::Pcie ? gpu.host_link_bandwidth
+                                                                         : gpu.scaleup_bandwidth;
+    p.gpu_link = spec.intra_node_gbps ? gigabytes_per_second(*spec.intra_node_gbps) : fabric;
+    if (p.gpus_per_node > 1 && !(p.gpu_link.value > 0.0))
+        fail("cluster.intra_node", fmt::format("{} has no {} bandwidth in the catalog; give intra_node_gbps",
+                                               gpu.name, node.name));
+    p.gpus_per_pcie_switch = std::max(1, node.gpus_per_switch);
+    p.nics_per_node = std::max(1, spec.nics_per_node);
+    p.nic = gigabits_per_second(spec.nic_gbps);
+    p.topology = spec.topology;
+    p.oversubscription = spec.oversubscription;
+    p.switch_radix = net.generation_for(spec.nic_gbps).switch_radix;
+    return p;
+}
+
+struct TopologyBuilder {
+    Topology& t;
+    using Vertex = TopologyGraph::vertex_descriptor;
+
+    Vertex vertex(VertexKind kind, int node, int index) {
+        return boost::add_vertex(TopologyVertex{kind, node, index}, t.graph_);
+    }
+    sim::LinkId link(Vertex from, Vertex to, BytesPerSecond bw, LinkClass cls, std::string name) {
+        const auto id = static_cast<sim::LinkId>(t.links_.size());
+        boost::add_edge(from, to, TopologyEdge{id}, t.graph_);
+        t.links_.push_back({std::move(name), bw});
+        t.classes_.push_back(cls);
+        t.link_target_.push_back(to);
+        return id;
+    }
+    void duplex(Vertex a, Vertex b, BytesPerSecond bw, LinkClass cls, const std::string& na,
+                const std::string& nb) {
+        link(a, b, bw, cls, na + "->" + nb);
+        link(b, a, bw, cls, nb + "->" + na);
+    }
+    std::string gpu_name(int gpu) const {
+        const int g = t.params_.gpus_per_node;
+        return fmt::format("n{}.gpu{}", gpu / g, gpu % g);
+    }
+
+    void build_node(int node);
+    void build_nics();
+    void build_network(const std::vector<Vertex>& nics);
+    void connect_leaves_to_spines(const std::vector<Vertex>& leaves, int up);
+};
+
+void TopologyBuilder::build_node(int node) {
+    const TopologyParams& p = t.params_;
+    const int g = p.gpus_per_node;
+    const int first = node * g;
+    if (p.intra == IntraNodeKind::NvSwitch && g > 1) {
+        const Vertex sw = vertex(VertexKind::NvSwitch, node, 0);
+        const std::string sn = fmt::format("n{}.nvswitch", node);
+        for (int i = 0; i < g; ++i) duplex(first + i, sw, p.gpu_link, LinkClass::NvLink, gpu_name(first + i), sn);
+    } else if (p.intra == IntraNodeKind::NvLinkMesh) {
+        const BytesPerSecond pair = p.gpu_link / static_cast<double>(std::max(1, g - 1));
+        for (int a = 0; a < g; ++a)
+            for (int b = 0; b < g; ++b)
+                if (a != b) link(first + a, first + b, pair, LinkClass::NvLink,
+                                 gpu_name(first + a) + "->" + gpu_name(first + b));
+    } else if (p.intra == IntraNodeKind::Pcie && g > 1) {
+        const Vertex host = vertex(VertexKind::Host, node, 0);
+        const std::string hn = fmt::format("n{}.host", node);
+        const int per = p.gpus_per_pcie_switch;
+        for (int s = 0; s * per < g; ++s) {
+            const Vertex sw = vertex(VertexKind::PcieSwitch, node, s);
+            const std::string sn = fmt::format("n{}.pcie{}", node, s);
+            duplex(sw, host, p.host_link, LinkClass::Pcie, sn, hn);
+            for (int i = s * per; i < std::min(g, (s + 1) * per); ++i)
+                duplex(first + i, sw, p.gpu_link, LinkClass::Pcie, gpu_name(first + i), sn);
+        }
+    }
+}
+
+void TopologyBuilder::build_nics() {
+    const TopologyParams& p = t.params_;
+    const int g = p.gpus_per_node, m = p.nics_per_node;
+    std::vector<Vertex> nics;
+    t.nic_of_gpu_.resize(t.gpus());
+    t.gpu_to_nic_.resize(t.gpus());
+    t.nic_to_gpu_.resize(t.gpus());
+    for (int node = 0; node < p.nodes; ++node) {
+        const std::size_t base = nics.size();
+        for (int k = 0; k < m; ++k) nics.push_back(vertex(VertexKind::Nic, node, k));
+        for (int i = 0; i < g; ++i) {
+            const int gpu = node * g + i;
+            const int k = static_cast<int>(static_cast<long>(i) * m / g);
+            const Vertex nic = nics[base + k];
+            const std::string nn = fmt::format("n{}.nic{}", node, k);
+            t.nic_of_gpu_[gpu] = nic;
+            t.gpu_to_nic_[gpu] = link(gpu, nic, p.host_link, LinkClass::Pcie, gpu_name(gpu) + "->" + nn);
+            t.nic_to_gpu_[gpu] = link(nic, gpu, p.host_link, LinkClass::Pcie, nn + "->" + gpu_name(gpu));
+        }
+    }
+    build_network(nics);
+}
+
+void TopologyBuilder::connect_leaves_to_spines(const std::vector<Vertex>& leaves, int up) {
+    if (leaves.size() < 2) return;
+    const TopologyParams& p = t.params_;
+    for (int s = 0; s < up; ++s) {
+        const Vertex spine = vertex(VertexKind::Spine, -1, s);
+        for (const Vertex leaf : leaves) {
+            const auto& lv = t.graph_[leaf];
+            duplex(leaf, spine, p.nic, LinkClass::Network, fmt::format("leaf{}", lv.index),
+                   fmt::format("spine{}", s));
+        }
+    }
+}
+
+void TopologyBuilder::build_network(const std::vector<Vertex>& nics) {
+    const TopologyParams& p = t.params_;
+    const int m = p.nics_per_node;
+    const double o = p.oversubscription;
+    // Ports of a leaf split o : 1 between NICs and spines (o = 1: half and half).
+    const int down = std::max(1, static_cast<int>(std::floor(p.switch_radix * o / (1.0 + o))));
+    const int up = std::max(1, static_cast<int>(std::ceil(down / o - 1e-9)));
+    const int total = static_cast<int>(nics.size());
+    std::vector<Vertex> leaves;
+    auto leaf_for = [&](int index) {
+        while (static_cast<int>(leaves.size()) <= index)
+            leaves.push_back(vertex(VertexKind::Leaf, -1, static_cast<int>(leaves.size())));
+        return leaves[index];
+    };
+    for (int i = 0; i < total; ++i) {
+        int leaf = 0;
+        if (p.topology == NetworkTopology::FatTree) leaf = i / down;
+        if (p.topology == NetworkTopology::RailOptimized) leaf = (i / m) / down * m + i % m;
+        const auto& nv = t.graph_[nics[i]];
+        duplex(nics[i], leaf_for(leaf), p.nic, LinkClass::Network,
+               fmt::format("n{}.nic{}", nv.node, nv.index), fmt::format("leaf{}", leaf));
+    }
+    connect_leaves_to_spines(leaves, up);
+}
+
+Topology Topology::build(const TopologyParams& params) {
+    Topology t;
+    t.params_ = params;
+    TopologyBuilder b{t};
+    for (int gpu = 0; gpu < t.gpus(); ++gpu) b.vertex(VertexKind::Gpu, gpu / params.gpus_per_node, gpu);
+    for (int node = 0; node < params.nodes; ++node) b.build_node(node);
+    if (params.nodes > 1) b.build_nics();
+    return t;
+}
+
+}  // namespace cuboid::hw

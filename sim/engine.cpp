@@ -1,0 +1,158 @@
+// Set-up, event loop and stream scheduling of engine.hpp (communication: engine_comm.cpp).
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "sim/fingerprint.hpp"
+
+namespace cuboid::sim {
+Engine::Engine(const Program& program, const ProgramCosts& costs, std::span<const Link> links,
+               TransferPlanner& planner, std::span<SimObserver* const> observers, const SimOptions& options)
+    : program_(program),
+      costs_(costs),
+      planner_(planner),
+      observers_(observers),
+      observe_(!observers.empty()),
+      network_(links),
+      rendezvous_(program) {
+    if (costs.durations.size() != program.op_lists.size()) {
+        throw std::logic_error("program costs: one duration list per op list expected");
+    }
+    indexes_.reserve(program.op_lists.size());
+    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
+        indexes_.emplace_back(program.op_lists[l], costs.durations[l], options.merge_compute_chains);
+    }
+    build_ranks();
+}
+
+void Engine::build_ranks() {
+    ranks_.resize(program_.ranks.size());
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+        const RankProgram& rp = program_.ranks[r];
+        if (rp.op_list >= program_.op_lists.size()) {
+            throw std::logic_error("rank " + std::to_string(r) + " names a missing op list");
+        }
+        RankState& R = ranks_[r];
+        R.index = &indexes_[rp.op_list];
+        R.list = &program_.op_lists[rp.op_list];
+        R.durations = costs_.durations[rp.op_list].data();
+        R.remaining = static_cast<std::uint32_t>(R.list->ops.size());
+        R.wait_stream.fill(kNoWait);
+        R.slot_base = static_cast<std::uint32_t>(slot_refs_.size());
+        R.slot_count = static_cast<std::uint32_t>(rp.groups.size());
+        for (const std::uint32_t g : rp.groups) {
+            if (g >= program_.groups.size()) throw std::logic_error("rank " + std::to_string(r) + " names a missing group");
+            slot_refs_.push_back({g, kNotMember});
+        }
+    }
+    // Member index of each rank in the groups its slots name.
+    for (std::uint32_t g = 0; g < program_.groups.size(); ++g) {
+        const auto& members = program_.groups[g].ranks;
+        for (std::uint32_t m = 0; m < members.size(); ++m) {
+            if (members[m] >= ranks_.size()) throw std::logic_error("group " + std::to_string(g) + " names a missing rank");
+            const RankState& R = ranks_[members[m]];
+            for (std::uint32_t s = R.slot_base; s < R.slot_base + R.slot_count; ++s) {
+                if (slot_refs_[s].group == g) slot_refs_[s].member = m;
+            }
+        }
+    }
+}
+
+SimResult Engine::run() {
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+        for (int s = 0; s < ranks_[r].index->stream_count; ++s) try_start(r, static_cast<StreamId>(s));
+    }
+    while (!queue_.empty()) {
+        const auto e = queue_.pop();
+        now_ = e.time;
+        ++result_.events;
+        switch (e.payload.kind) {
+            case EventKind::OpsDone: ops_done(e.payload.a, e.payload.stream, e.payload.b); break;
+            case EventKind::PhaseDue: phase_due(e.payload.a); break;
+            case EventKind::FlowDue: flow_due(e.payload.a, e.payload.b); break;
+        }
+    }
+    const bool stuck = std::any_of(ranks_.begin(), ranks_.end(), [](const RankState& R) { return R.remaining > 0; });
+    if (stuck) report_deadlock();
+
+    result_.ranks.resize(ranks_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        result_.ranks[r] = {ranks_[r].finish, ranks_[r].clock.parts()};
+        result_.makespan = std::max(result_.makespan, ranks_[r].finish);
+    }
+    return result_;
+}
+
+// Starts the head op of stream `s` if its stream is idle and the other streams have finished
+// what it depends on; otherwise records the first count it waits for.
+void Engine::try_start(std::uint32_t rank, StreamId s) {
+    RankState& R = ranks_[rank];
+    const auto& slots = R.index->streams[s];
+    const std::uint32_t p = R.done[s];
+    if (p >= slots.size()) return;
+    const StreamSlot& slot = slots[p];
+    const Requirement* req = R.index->requirements.data();
+    for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
+        if (R.done[req[i].stream] < req[i].count) {
+            R.wait_stream[s] = req[i].stream;
+            R.wait_count[s] = req[i].count;
+            return;
+        }
+    }
+    R.wait_stream[s] = kNoWait;
+    R.busy = static_cast<std::uint8_t>(R.busy | (1U << s));
+    if (slot.is_comm) {
+        post(rank, s, slot.op);
+        return;
+    }
+    if (s == stream::kCompute) R.clock.compute_begins(now_);
+    queue_.push(now_ + Time(slot.chain_time), Payload{rank, p, EventKind::OpsDone, s});
+}
+
+// After stream `finished` advanced: retry itself and the idle streams waiting for it.
+void Engine::wake(std::uint32_t rank, StreamId finished) {
+    RankState& R = ranks_[rank];
+    const int n = R.index->stream_count;
+    for (int s = 0; s < n; ++s) {
+        if ((R.busy >> s) & 1U) continue;
+        if (s == finished || (R.wait_stream[s] == finished && R.done[finished] >= R.wait_count[s])) {
+            try_start(rank, static_cast<StreamId>(s));
+        }
+    }
+}
+
+// A compute chain ended: report each of its ops at its own times, then advance the stream.
+void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
+    RankState& R = ranks_[rank];
+    const auto& slots = R.index->streams[s];
+    const StreamSlot& h = slots[head];
+    std::int64_t t = now_.value - h.chain_time;
+    for (std::uint32_t p = head; p <= h.chain_last; ++p) {
+        const std::uint32_t op = slots[p].op;
+        const std::int64_t begin = t;
+        t += R.durations[op].value;
+        result_.fingerprint += completion_digest(t, rank, op);
+        if (observe_) {
+            for (SimObserver* o : observers_) o->compute_started(rank, op, Time(begin));
+            for (SimObserver* o : observers_) o->compute_finished(rank, op, Time(t));
+        }
+    }
+    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
+    stream_advanced(rank, s, h.chain_last - head + 1);
+}
+
+void Engine::stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops) {
+    RankState& R = ranks_[rank];
+    R.done[s] += ops;
+    R.busy = static_cast<std::uint8_t>(R.busy & ~(1U << s));
+    R.remaining -= ops;
+    if (R.remaining == 0) {
+        R.finish = now_;
+        R.clock.close(now_);
+    }
+    wake(rank, s);
+}
+
+}  // namespace cuboid::sim

@@ -1,0 +1,96 @@
+// The state and event loop behind simulate(): one value per simulation, nothing global.
+//
+// Per rank the executor keeps only a finished-op counter per stream (see op_list_index.hpp); the
+// ops themselves and everything derived from them are shared by all ranks of an OpList. Events
+// are: a compute op (or merged chain) ends; a transfer phase's latency has passed; a flow's
+// announced completion time has come (possibly void: rescheduled since).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/breakdown_clock.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/executor.hpp"
+#include "sim/flow_network.hpp"
+#include "sim/op_list_index.hpp"
+#include "sim/rendezvous.hpp"
+
+namespace cuboid::sim {
+
+class Engine {
+public:
+    Engine(const Program& program, const ProgramCosts& costs, std::span<const Link> links, TransferPlanner& planner,
+           std::span<SimObserver* const> observers, const SimOptions& options);
+    SimResult run();
+
+private:
+    enum class EventKind : std::uint8_t { OpsDone, PhaseDue, FlowDue };
+    struct Payload {
+        std::uint32_t a = 0;  // OpsDone: rank; PhaseDue: transfer; FlowDue: flow
+        std::uint32_t b = 0;  // OpsDone: stream position of the chain head; FlowDue: version
+        EventKind kind = EventKind::OpsDone;
+        StreamId stream = 0;  // OpsDone
+    };
+    static constexpr std::uint8_t kNoWait = 0xff;
+    static constexpr std::uint32_t kNotMember = 0xffffffffU;
+    struct RankState {
+        const OpListIndex* index = nullptr;
+        const OpList* list = nullptr;
+        const Time* durations = nullptr;
+        std::uint32_t slot_base = 0;   // this rank's group slots in slot_refs_
+        std::uint32_t slot_count = 0;
+        std::uint32_t remaining = 0;   // ops not yet finished
+        std::uint8_t busy = 0;         // bit per stream: an op is running or posted on it
+        std::array<std::uint32_t, kMaxStreams> done{};        // finished ops per stream
+        std::array<std::uint32_t, kMaxStreams> wait_count{};  // an idle stream's head waits for
+        std::array<std::uint8_t, kMaxStreams> wait_stream{};  // ... this stream to reach that count
+        Time finish{0};
+        BreakdownClock clock;
+    };
+    struct SlotRef {
+        std::uint32_t group = 0;
+        std::uint32_t member = 0;  // index of the rank in the group's ranks
+    };
+    struct Transfer {
+        const TransferPlan* plan = nullptr;
+        std::uint32_t group = 0;
+        std::uint32_t phase = 0;
+        std::uint32_t flows_left = 0;
+        std::vector<std::uint32_t> ops;  // op index posted by each member
+    };
+
+    void build_ranks();
+    void try_start(std::uint32_t rank, StreamId s);
+    void wake(std::uint32_t rank, StreamId finished);
+    void ops_done(std::uint32_t rank, StreamId s, std::uint32_t head);
+    void stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops);
+    void post(std::uint32_t rank, StreamId s, std::uint32_t op);
+    void start_instance(std::uint32_t group);
+    void phase_due(std::uint32_t transfer);
+    void flow_due(FlowId flow, std::uint32_t version);
+    void end_phase(std::uint32_t transfer);
+    void finish_transfer(std::uint32_t transfer);
+    void schedule_completions();
+    [[noreturn]] void report_deadlock() const;
+
+    const Program& program_;
+    const ProgramCosts& costs_;
+    TransferPlanner& planner_;
+    std::span<SimObserver* const> observers_;
+    bool observe_ = false;
+    std::vector<OpListIndex> indexes_;
+    std::vector<RankState> ranks_;
+    std::vector<SlotRef> slot_refs_;
+    EventQueue<Payload> queue_;
+    FlowNetwork network_;
+    Rendezvous rendezvous_;
+    std::vector<Transfer> transfers_;
+    std::vector<std::uint32_t> free_transfers_;
+    Time now_{0};
+    SimResult result_;
+};
+
+}  // namespace cuboid::sim

@@ -1,0 +1,246 @@
+// Max-min fair sharing of flow_network.hpp.
+#include "sim/flow_network.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <stdexcept>
+
+namespace cuboid::sim {
+namespace {
+
+constexpr double kSecondsPerTick = 1e-12;
+// Bytes below which a flow counts as delivered: 1e-6 B absolute, and 1e-12 of the flow for big
+// ones, because rate x elapsed carries a relative double rounding error of a few 1e-16 per update.
+constexpr double kDoneBytes = 1e-6;
+constexpr double kDoneFraction = 1e-12;
+// Links whose fair level lies within this relative distance of the bottleneck saturate together
+// (ties computed along different paths differ in the last bits).
+constexpr double kTieFraction = 1e-12;
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(std::span<const Link> links) : links_(links.size()) {
+    for (std::size_t i = 0; i < links.size(); ++i) {
+        if (!(links[i].bandwidth.value > 0.0)) {
+            throw std::logic_error("flow network: link '" + links[i].name + "' has no bandwidth");
+        }
+        links_[i].capacity = links[i].bandwidth.value;
+    }
+}
+
+FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner) {
+    bool loads_a_link = false;
+    for (const LinkUse& u : uses) {
+        if (u.link >= links_.size()) throw std::logic_error("flow network: flow uses an unknown link");
+        loads_a_link = loads_a_link || u.weight > 0.0;
+    }
+    if (!loads_a_link || bytes.value <= kDoneBytes) return kNoFlow;
+
+    const FlowId id = allocate();
+    FlowState& f = flows_[id];
+    f.uses = uses.data();
+    f.use_count = static_cast<std::uint32_t>(uses.size());
+    f.owner = owner;
+    f.active = true;
+    f.is_new = true;
+    f.remaining = bytes.value;
+    f.done_below = std::max(kDoneBytes, kDoneFraction * bytes.value);
+    f.rate = 0.0;
+    f.last = now.value;
+    ++active_;
+    attach(id);
+    reshare(id, {}, now.value);
+    return id;
+}
+
+void FlowNetwork::finish(FlowId id, Time now) {
+    FlowState& f = flows_[id];
+    assert(f.active);
+    advance(f, now.value);
+    // The completion time was rounded up, so what is left is rounding slack: deliver it.
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * f.remaining;
+    }
+    f.remaining = 0.0;
+    f.rate = 0.0;
+    f.active = false;
+    ++f.version;  // voids any completion still queued for this id
+    detach(id);
+    free_ids_.push_back(id);
+    --active_;
+    // A flow that shared no link leaves nobody to re-share with (the common case of a
+    // tensor-parallel ring inside one node).
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (f.uses[i].weight > 0.0 && !links_[f.uses[i].link].flows.empty()) {
+            reshare(kNoFlow, {f.uses, f.use_count}, now.value);
+            return;
+        }
+    }
+}
+
+FlowId FlowNetwork::allocate() {
+    if (!free_ids_.empty()) {
+        const FlowId id = free_ids_.back();
+        free_ids_.pop_back();
+        return id;
+    }
+    flows_.emplace_back();
+    return static_cast<FlowId>(flows_.size() - 1);
+}
+
+void FlowNetwork::attach(FlowId id) {
+    const FlowState& f = flows_[id];
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].flows.push_back({id, f.uses[i].weight});
+    }
+}
+
+void FlowNetwork::detach(FlowId id) {
+    const FlowState& f = flows_[id];
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (!(f.uses[i].weight > 0.0)) continue;
+        auto& on = links_[f.uses[i].link].flows;
+        const auto it = std::find_if(on.begin(), on.end(), [id](const OnLink& o) { return o.flow == id; });
+        assert(it != on.end());
+        *it = on.back();  // order on a link is irrelevant to the sharing
+        on.pop_back();
+    }
+}
+
+// Breadth-first over flows and links from a seed: every flow that shares a link with the seed,
+// transitively. Marks are epoch numbers, so nothing needs clearing between searches.
+void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links) {
+    ++epoch_;
+    comp_flows_.clear();
+    comp_links_.clear();
+    const auto visit_link = [this](LinkId l) {
+        if (links_[l].mark != epoch_) {
+            links_[l].mark = epoch_;
+            comp_links_.push_back(l);
+        }
+    };
+    const auto visit_flow = [this](FlowId f) {
+        if (flows_[f].mark != epoch_) {
+            flows_[f].mark = epoch_;
+            comp_flows_.push_back(f);
+        }
+    };
+    if (seed_flow != kNoFlow) visit_flow(seed_flow);
+    for (const LinkUse& u : seed_links) {
+        if (u.weight > 0.0) visit_link(u.link);
+    }
+    std::size_t next_flow = 0;
+    std::size_t next_link = 0;
+    while (next_flow < comp_flows_.size() || next_link < comp_links_.size()) {
+        for (; next_flow < comp_flows_.size(); ++next_flow) {
+            const FlowState& f = flows_[comp_flows_[next_flow]];
+            for (std::uint32_t i = 0; i < f.use_count; ++i) {
+                if (f.uses[i].weight > 0.0) visit_link(f.uses[i].link);
+            }
+        }
+        for (; next_link < comp_links_.size(); ++next_link) {
+            for (const OnLink& o : links_[comp_links_[next_link]].flows) visit_flow(o.flow);
+        }
+    }
+}
+
+void FlowNetwork::advance(FlowState& f, std::int64_t now) {
+    const std::int64_t elapsed = now - f.last;
+    f.last = now;
+    if (elapsed <= 0 || f.rate <= 0.0) return;
+    const double moved = std::min(f.remaining, f.rate * static_cast<double>(elapsed) * kSecondsPerTick);
+    f.remaining -= moved;
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * moved;
+    }
+}
+
+// Progressive filling over the collected component: the common rate `level` of unfrozen flows
+// rises to the lowest (free capacity / unfrozen weight) of any link; flows on that link freeze.
+void FlowNetwork::water_fill() {
+    for (const LinkId l : comp_links_) {
+        LinkState& L = links_[l];
+        L.free = L.capacity;
+        L.weight = 0.0;
+        L.unfrozen = 0;
+    }
+    for (const FlowId id : comp_flows_) {
+        FlowState& f = flows_[id];
+        f.frozen = false;
+        for (std::uint32_t i = 0; i < f.use_count; ++i) {
+            if (!(f.uses[i].weight > 0.0)) continue;
+            LinkState& L = links_[f.uses[i].link];
+            L.weight += f.uses[i].weight;
+            ++L.unfrozen;
+        }
+    }
+    std::size_t left = comp_flows_.size();
+    while (left > 0) {
+        double level = std::numeric_limits<double>::infinity();
+        for (const LinkId l : comp_links_) {
+            const LinkState& L = links_[l];
+            if (L.unfrozen > 0) level = std::min(level, std::max(L.free, 0.0) / L.weight);
+        }
+        assert(std::isfinite(level));
+        const std::size_t frozen = freeze_saturated(level);
+        assert(frozen > 0);
+        left -= frozen;
+    }
+}
+
+std::size_t FlowNetwork::freeze_saturated(double level) {
+    const double threshold = level * (1.0 + kTieFraction);
+    std::size_t frozen = 0;
+    for (const LinkId l : comp_links_) {
+        LinkState& L = links_[l];
+        if (L.unfrozen == 0 || std::max(L.free, 0.0) / L.weight > threshold) continue;
+        for (const OnLink& o : L.flows) {
+            FlowState& f = flows_[o.flow];
+            if (f.frozen) continue;
+            f.frozen = true;
+            f.rate = level;
+            ++frozen;
+            for (std::uint32_t i = 0; i < f.use_count; ++i) {
+                if (!(f.uses[i].weight > 0.0)) continue;
+                LinkState& M = links_[f.uses[i].link];
+                M.free -= f.uses[i].weight * level;
+                M.weight -= f.uses[i].weight;
+                if (--M.unfrozen == 0) M.weight = 0.0;
+            }
+        }
+    }
+    return frozen;
+}
+
+void FlowNetwork::announce(FlowId id, std::int64_t now) {
+    FlowState& f = flows_[id];
+    ++f.version;
+    std::int64_t at = now;
+    if (f.remaining > f.done_below) {
+        // Round up: the flow must not be declared done before its last byte has moved.
+        at = now + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate / kSecondsPerTick));
+    }
+    completions_.push_back({id, f.version, Time(at)});
+}
+
+void FlowNetwork::reshare(FlowId seed_flow, std::span<const LinkUse> seed_links, std::int64_t now) {
+    collect_component(seed_flow, seed_links);
+    if (comp_flows_.empty()) return;
+    old_rates_.resize(comp_flows_.size());
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+        FlowState& f = flows_[comp_flows_[i]];
+        advance(f, now);
+        old_rates_[i] = f.rate;
+    }
+    water_fill();
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+        FlowState& f = flows_[comp_flows_[i]];
+        // An unchanged rate keeps its announced completion: the remaining bytes shrank exactly as
+        // that completion assumed.
+        if (f.is_new || f.rate != old_rates_[i]) announce(comp_flows_[i], now);
+        f.is_new = false;
+    }
+}
+
+}  // namespace cuboid::sim

@@ -1,0 +1,116 @@
+// Flow-level network: flows share link bandwidth max-min fairly, recomputed only where a change
+// reaches.
+//
+// A flow moves `bytes` over weighted link uses; at rate r it loads each link it uses with
+// weight * r. Rates follow weighted progressive filling (water-filling): all unfrozen flows rise
+// at the same rate until some link is full, the flows crossing it freeze, and the rest keep
+// rising. Max-min fairness equalises rates, not link consumption, so a flow that crosses a link
+// twice (weight 2) gets the same rate as a flow crossing it once, and loads it twice as much.
+// (Bertsekas & Gallager, Data Networks, 6.5.2; SimGrid's lmm solver; Velho et al., "On the
+// validity of flow-level TCP network models for grid and cloud simulations", TOMACS 2013.)
+//
+// A start or an end changes rates only inside its connected component (flows that share links,
+// transitively), so only that component is re-shared: thousands of independent tensor-parallel
+// rings never touch each other. Completion times are exact to the picosecond: on every rate change
+// a flow's remaining bytes advance by rate x elapsed, and its completion is rounded up to the next
+// whole picosecond. Rescheduled completions are invalidated lazily by a per-flow version number.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "sim/transfer.hpp"
+#include "sim/units.hpp"
+
+namespace cuboid::sim {
+
+using FlowId = std::uint32_t;
+inline constexpr FlowId kNoFlow = std::numeric_limits<FlowId>::max();
+
+// A flow's (new) completion time; completions announced earlier with other versions are void.
+struct FlowCompletion {
+    FlowId flow = kNoFlow;
+    std::uint32_t version = 0;
+    Time time;
+};
+
+class FlowNetwork {
+public:
+    explicit FlowNetwork(std::span<const Link> links);
+
+    // Starts a flow at `now` and re-shares its component. `uses` must stay valid until the flow
+    // ends (plans live as long as their planner). Returns kNoFlow when there is nothing to wait
+    // for: no link with positive weight, or no bytes; such a flow is done at once.
+    FlowId start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner);
+
+    // Ends `flow` at `now`, its announced completion time, and re-shares what it leaves behind.
+    void finish(FlowId flow, Time now);
+
+    // Whether a completion announced with (flow, version) still holds.
+    bool current(FlowId flow, std::uint32_t version) const {
+        return flow < flows_.size() && flows_[flow].active && flows_[flow].version == version;
+    }
+
+    // Completions (re)announced since the last call; the caller schedules them, then clears.
+    std::vector<FlowCompletion>& completions() { return completions_; }
+
+    std::uint32_t owner(FlowId flow) const { return flows_[flow].owner; }
+    BytesPerSecond rate(FlowId flow) const { return BytesPerSecond(flows_[flow].rate); }
+    // Bytes the link has carried so far (weight x bytes of every flow over it), up to the last
+    // re-share of each flow.
+    Bytes carried(LinkId link) const { return Bytes(links_[link].carried); }
+    std::size_t active_flows() const { return active_; }
+
+private:
+    struct FlowState {
+        const LinkUse* uses = nullptr;
+        std::uint32_t use_count = 0;
+        std::uint32_t owner = 0;
+        std::uint32_t version = 0;
+        std::uint32_t mark = 0;   // component search epoch
+        bool active = false;
+        bool frozen = false;      // water-filling scratch
+        bool is_new = false;      // needs a completion even if its rate did not change
+        double remaining = 0.0;   // bytes
+        double done_below = 0.0;  // remaining bytes that count as delivered (rounding slack)
+        double rate = 0.0;        // bytes per second
+        std::int64_t last = 0;    // time `remaining` was last brought up to date (ps)
+    };
+    struct OnLink {
+        FlowId flow;
+        double weight;
+    };
+    struct LinkState {
+        double capacity = 0.0;  // bytes per second
+        double carried = 0.0;   // bytes
+        std::vector<OnLink> flows;
+        std::uint32_t mark = 0;
+        std::uint32_t unfrozen = 0;  // water-filling scratch
+        double free = 0.0;
+        double weight = 0.0;
+    };
+
+    FlowId allocate();
+    void attach(FlowId f);
+    void detach(FlowId f);
+    void collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links);
+    void advance(FlowState& f, std::int64_t now);
+    void water_fill();
+    std::size_t freeze_saturated(double level);
+    void announce(FlowId id, std::int64_t now);
+    void reshare(FlowId seed_flow, std::span<const LinkUse> seed_links, std::int64_t now);
+
+    std::vector<LinkState> links_;
+    std::vector<FlowState> flows_;
+    std::vector<FlowId> free_ids_;
+    std::vector<FlowCompletion> completions_;
+    std::vector<FlowId> comp_flows_;   // scratch: the component being re-shared
+    std::vector<LinkId> comp_links_;
+    std::vector<double> old_rates_;
+    std::uint32_t epoch_ = 0;
+    std::size_t active_ = 0;
+};
+
+}  // namespace cuboid::sim

@@ -1,0 +1,50 @@
+#include "strategies/activation_memory.hpp"
+
+namespace cuboid {
+
+PerLayerOp stored_activations(const LayerDims& d) {
+    const double a = d.act_bytes;
+    const double t = static_cast<double>(d.t);
+    const double bsh = static_cast<double>(d.tokens() * d.h);
+    const double sp = d.sp_div();
+    const double scores = static_cast<double>(d.b * d.heads) * static_cast<double>(d.s * d.s) / t;
+    const double bs = static_cast<double>(d.tokens());
+    constexpr double kMask = 1.0;  // dropout masks: one byte per element
+    PerLayerOp m{};
+    auto at = [&m](LayerOp op) -> double& { return m[static_cast<std::size_t>(op)]; };
+    at(LayerOp::Ln1) = a * bsh / sp;
+    at(LayerOp::Qkv) = a * bsh / sp;
+    at(LayerOp::Qk) = a * bs * static_cast<double>(d.h + d.kv_width()) / t;
+    at(LayerOp::Softmax) = a * scores;
+    at(LayerOp::AttnDropout) = (kMask + a) * scores;
+    at(LayerOp::Av) = a * bs * static_cast<double>(d.kv_width()) / t;
+    at(LayerOp::Proj) = a * bsh / t;
+    at(LayerOp::Bda1) = kMask * bsh / sp;
+    at(LayerOp::Ln2) = a * bsh / sp;
+    at(LayerOp::Fc1) = a * bsh / sp;
+    at(LayerOp::Act) = a * bs * static_cast<double>(d.fc1_width()) / t;
+    at(LayerOp::Fc2) = a * bs * static_cast<double>(d.ffn) / t;
+    at(LayerOp::Bda2) = kMask * bsh / sp;
+    return m;
+}
+
+LayerMemory layer_memory(const LayerDims& d, Recompute r) {
+    const PerLayerOp all = stored_activations(d);
+    LayerMemory mem;
+    mem.forward = all;
+    const auto move_to_recompute = [&mem](LayerOp op) {
+        const auto i = static_cast<std::size_t>(op);
+        mem.recompute[i] = mem.forward[i];
+        mem.forward[i] = 0.0;
+    };
+    if (r == Recompute::Selective) {
+        move_to_recompute(LayerOp::Softmax);
+        move_to_recompute(LayerOp::AttnDropout);
+    } else if (r == Recompute::Full) {
+        // LayerNorm 1's input is the layer input: the one tensor full recompute keeps.
+        for (int i = 1; i < kLayerOpCount; ++i) move_to_recompute(static_cast<LayerOp>(i));
+    }
+    return mem;
+}
+
+}  // namespace cuboid

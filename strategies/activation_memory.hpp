@@ -1,0 +1,42 @@
+// Activation bytes one transformer layer keeps for its backward, per forward kernel, after
+// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+// Section 4; seed_algorithms §5.3). With 16-bit activations and 1-byte dropout masks, one layer
+// and micro-batch keeps, without parallelism, s*b*h*(34 + 5*a*s/h) bytes:
+//   attention 11sbh + 5as^2b: LayerNorm input 2sbh, QKV input 2sbh, Q and K 4sbh, softmax output
+//   2as^2b, dropout mask as^2b, dropout output 2as^2b, V 2sbh, projection input 2sbh, mask sbh;
+//   MLP 19sbh: LayerNorm input 2sbh, FC1 input 2sbh, GeLU input 8sbh, FC2 input 8sbh, mask sbh.
+// Tensor parallelism divides the attention/MLP interiors by t; sequence parallelism divides the
+// LayerNorm/dropout regions too. Grouped-query attention shrinks K and V, SwiGLU doubles the
+// activation input.
+#pragma once
+
+#include <array>
+
+#include "strategies/labels.hpp"
+#include "strategies/layer_shapes.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+using PerLayerOp = std::array<double, kLayerOpCount>;
+
+// Bytes each forward kernel's saved tensors take when nothing is recomputed.
+PerLayerOp stored_activations(const LayerDims& d);
+
+struct LayerMemory {
+    PerLayerOp forward{};    // allocated by the ordinary forward kernel
+    PerLayerOp recompute{};  // allocated by its recomputation before the backward
+};
+
+// none: all in forward. selective: softmax output, dropout mask and output recomputed (the
+// attention core), so sbh(10 + 24/t) stays. full: the forward keeps only the layer input
+// (2sbh, /t with sequence parallelism); the recomputation allocates the rest.
+LayerMemory layer_memory(const LayerDims& d, Recompute r);
+
+inline double sum(const PerLayerOp& a) {
+    double s = 0.0;
+    for (double x : a) s += x;
+    return s;
+}
+
+}  // namespace cuboid

@@ -1,0 +1,23 @@
+#include "strategies/cli/catalog_bridge.hpp"
+
+#include <memory>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/model_presets.hpp"
+
+namespace cuboid::cli {
+
+NameResolvers builtin_name_resolvers() {
+    NameResolvers n;
+    n.model_preset = [](const std::string& name) {
+        ModelSpec m;
+        apply_preset(name, m);
+        return m;
+    };
+    // Parsed once per resolver set, shared by the copies of the lookup.
+    auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+    n.gpu_name = [catalog](const std::string& gpu) { return catalog->gpu(gpu).name; };
+    return n;
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,127 @@
+#include "strategies/cli/cli_main.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "hardware_models/errors.hpp"
+#include "strategies/cli/list_command.hpp"
+#include "strategies/cli/run_command.hpp"
+#include "strategies/cli/suggest.hpp"
+
+#ifndef CUBOID_VERSION
+#define CUBOID_VERSION "unknown"
+#endif
+
+namespace po = boost::program_options;
+
+namespace cuboid::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--quiet]\n"
+    "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
+    "       cuboid sweep|search|whatif ...   (not implemented yet)\n"
+    "       cuboid --help | --version\n"
+    "\n"
+    "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
+    "docs/scenario.md). Exit codes: 0 ok, 1 internal error, 2 bad input, 3 plan does not fit in\n"
+    "GPU memory.\n";
+
+po::options_description visible_options() {
+    po::options_description o("options");
+    o.add_options()                                                                                  //
+        ("help,h", "print this help")                                                               //
+        ("version", "print the version")                                                            //
+        ("set", po::value<std::vector<std::string>>()->composing(),
+         "KEY=VALUE: override one scenario key by its dotted path (repeatable)")                    //
+        ("json", po::value<std::string>(), "write the JSON result to FILE, or '-' for stdout only")  //
+        ("trace", po::value<std::string>(), "write a Perfetto / chrome://tracing timeline to FILE")  //
+        ("quiet,q", "no human-readable report");
+    return o;
+}
+
+struct Parsed {
+    po::variables_map vm;
+    std::string command;
+    std::vector<std::string> operands;
+};
+
+Parsed parse(const std::vector<std::string>& args) {
+    po::options_description hidden;
+    hidden.add_options()("command", po::value<std::string>())("operands", po::value<std::vector<std::string>>());
+    po::options_description all;
+    all.add(visible_options()).add(hidden);
+    po::positional_options_description positional;
+    positional.add("command", 1).add("operands", -1);
+    Parsed p;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), p.vm);
+    po::notify(p.vm);
+    if (p.vm.count("command")) p.command = p.vm["command"].as<std::string>();
+    if (p.vm.count("operands")) p.operands = p.vm["operands"].as<std::vector<std::string>>();
+    return p;
+}
+
+[[noreturn]] void usage_error(const std::string& message) { throw po::error(message); }
+
+std::string one_operand(const Parsed& p, const char* what) {
+    if (p.operands.size() != 1)
+        usage_error(fmt::format("'cuboid {}' takes exactly one {}, got {}", p.command, what, p.operands.size()));
+    return p.operands.front();
+}
+
+int run(const Parsed& p, std::ostream& out, std::ostream& err) {
+    RunRequest r;
+    r.scenario_path = one_operand(p, "scenario file");
+    if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
+    if (p.vm.count("json")) r.json = p.vm["json"].as<std::string>();
+    if (p.vm.count("trace")) r.trace = p.vm["trace"].as<std::string>();
+    r.quiet = p.vm.count("quiet") > 0;
+    return run_command(r, out, err);
+}
+
+int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
+    if (p.vm.count("help")) {
+        out << kUsage << "\n" << visible_options();
+        return kExitOk;
+    }
+    if (p.vm.count("version")) {
+        fmt::print(out, "cuboid {}\n", CUBOID_VERSION);
+        return kExitOk;
+    }
+    if (p.command.empty()) usage_error("no command given");
+    if (p.command == "run") return run(p, out, err);
+    if (p.command == "list") {
+        list_command(one_operand(p, "topic"), out);
+        return kExitOk;
+    }
+    if (p.command == "sweep" || p.command == "search" || p.command == "whatif") {
+        fmt::print(err, "cuboid {}: not implemented yet; only 'run' and 'list' are available in this version\n",
+                   p.command);
+        return kExitBadInput;
+    }
+    const std::vector<std::string> commands{"run", "list", "sweep", "search", "whatif"};
+    usage_error(unknown_name_message("command", p.command, commands));
+}
+
+}  // namespace
+
+int cuboid_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        return dispatch(parse(args), out, err);
+    } catch (const InputError& e) {
+        fmt::print(err, "cuboid: error: {}\n", e.what());
+        return kExitBadInput;
+    } catch (const po::error& e) {
+        fmt::print(err, "cuboid: error: {}\n{}", e.what(), kUsage);
+        return kExitBadInput;
+    } catch (const std::exception& e) {
+        fmt::print(err, "cuboid: internal error (please report): {}\n", e.what());
+        return kExitFailure;
+    } catch (...) {
+        fmt::print(err, "cuboid: internal error (please report): unknown exception\n");
+        return kExitFailure;
+    }
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,100 @@
+#include "strategies/cli/json_result.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/names.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+// Byte counts are integers in the contract; the model computes them as doubles.
+std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
+
+nlohmann::ordered_json breakdown_json(const Breakdown& b) {
+    return {{"compute", b.compute_s},
+            {"recompute", b.recompute_s},
+            {"tp_comm_exposed", b.tp_comm_exposed_s},
+            {"pp_comm_exposed", b.pp_comm_exposed_s},
+            {"dp_comm_exposed", b.dp_comm_exposed_s},
+            {"bubble", b.bubble_s}};
+}
+
+nlohmann::ordered_json cluster_json(const hw::ClusterSpec& c) {
+    nlohmann::ordered_json j{{"gpu", c.gpu},
+                     {"nodes", c.nodes},
+                     {"gpus_per_node", c.gpus_per_node},
+                     {"intra_node", hw::to_string(c.intra_node)},
+                     {"inter_node", hw::to_string(c.inter_node)},
+                     {"nic_gbps", c.nic_gbps},
+                     {"nics_per_node", c.nics_per_node},
+                     {"topology", hw::to_string(c.topology)},
+                     {"oversubscription", c.oversubscription}};
+    if (c.intra_node_gbps) j["intra_node_gbps"] = *c.intra_node_gbps;
+    if (c.profile) j["profile"] = *c.profile;
+    return j;
+}
+
+}  // namespace
+
+int effective_data_parallel(const Scenario& s) {
+    if (s.parallel.data > 0) return s.parallel.data;
+    const int per_replica = s.parallel.tensor * s.parallel.pipeline;
+    return per_replica > 0 ? s.cluster.gpus() / per_replica : 0;
+}
+
+std::string fingerprint_text(std::uint64_t fingerprint) { return fmt::format("0x{:016x}", fingerprint); }
+
+nlohmann::ordered_json plan_json(const Scenario& s) {
+    const ParallelPlan& p = s.parallel;
+    return {{"tensor", p.tensor},
+            {"pipeline", p.pipeline},
+            {"data", effective_data_parallel(s)},
+            {"virtual_stages", p.virtual_stages},
+            {"schedule", to_string(p.schedule)},
+            {"recompute", to_string(p.recompute)},
+            {"tensor_mode", to_string(p.tensor_mode)},
+            {"sequence_parallel", p.sequence_parallel},
+            {"overlap_chunks", p.overlap_chunks},
+            {"zero_stage", p.zero_stage},
+            {"dp_overlap", p.dp_overlap},
+            {"global_batch", s.training.global_batch},
+            {"micro_batch", s.training.micro_batch},
+            {"precision", precision_name(s.training.precision)}};
+}
+
+nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
+    nlohmann::ordered_json j{
+        {"scenario", r.scenario},
+        {"gpus", r.gpus},
+        {"iteration_time_s", r.iteration_time_s},
+        {"tokens_per_s", r.tokens_per_s},
+        {"model_flops_per_iteration", r.model_flops_per_iteration},
+        {"hardware_flops_per_iteration", r.hardware_flops_per_iteration},
+        {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+        {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+        {"mfu", r.mfu},
+        {"peak_memory_bytes", whole_bytes(r.peak_memory_bytes)},
+        {"memory_capacity_bytes", whole_bytes(r.memory_capacity_bytes)},
+        {"fits_in_memory", r.fits_in_memory},
+        {"breakdown_s", breakdown_json(r.breakdown)},
+        {"sim", {{"events", r.sim_events}, {"wall_s", r.sim_wall_s}}},
+        // Extras beyond the contract.
+        {"critical_rank", r.critical_rank},
+        {"fingerprint", fingerprint_text(r.fingerprint)},
+        {"plan", plan_json(s)},
+        {"cluster", cluster_json(s.cluster)},
+        {"model_preset", s.model.preset},
+    };
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const double b : r.stage_peak_memory_bytes) stages.push_back(whole_bytes(b));
+    j["stage_peak_memory_bytes"] = stages;
+    if (r.time_to_train_s) j["time_to_train_s"] = *r.time_to_train_s;
+    if (r.cost_usd) j["cost_usd"] = *r.cost_usd;
+    if (r.energy_kwh) j["energy_kwh"] = *r.energy_kwh;
+    return j;
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,78 @@
+#include "strategies/cli/list_command.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/errors.hpp"
+#include "strategies/cli/enum_names.hpp"
+#include "strategies/cli/scenario_keys.hpp"
+#include "strategies/cli/suggest.hpp"
+#include "strategies/model_presets.hpp"
+#include "strategies/names.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+void print_catalog(std::ostream& out, hw::CatalogSection section) {
+    for (const auto& row : hw::Catalog::load_builtin().describe(section)) {
+        fmt::print(out, "{:<18} {}\n", row.name, row.description);
+        if (!row.figures.empty()) fmt::print(out, "{:<18}   {}\n", "", row.figures);
+        if (!row.source.empty()) fmt::print(out, "{:<18}   source: {}\n", "", row.source);
+    }
+}
+
+void print_models(std::ostream& out) {
+    for (const auto& p : model_presets()) {
+        std::string aliases = join(p.aliases);
+        fmt::print(out, "{:<18} {}{}\n", p.name, p.description, aliases.empty() ? "" : " (also: " + aliases + ")");
+        const ModelSpec& m = p.spec;
+        fmt::print(out, "{:<18}   {} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}; {}\n", "",
+                   m.layers, m.hidden, m.heads, m.kv_heads_or_default(), m.ffn_or_default(), m.seq_len, m.vocab,
+                   m.swiglu ? ", swiglu" : "", p.source);
+    }
+}
+
+void print_named(std::ostream& out, const std::vector<NamedValue>& names) {
+    for (const auto& n : names) fmt::print(out, "{:<24} {}\n", n.name, n.description);
+}
+
+void print_topologies(std::ostream& out) {
+    // One-line meaning of each topology as the network model builds it (hardware_models).
+    const std::vector<std::string> words = topology_words();
+    const char* meaning[] = {"folded Clos; leaf up-links reduced by the oversubscription ratio",
+                             "NIC i of every node on leaf switch i (one rail per GPU index)",
+                             "every node on one non-blocking switch"};
+    for (std::size_t i = 0; i < words.size(); ++i) fmt::print(out, "{:<18} {}\n", words[i], meaning[i]);
+}
+
+void print_keys(std::ostream& out) {
+    for (const auto& k : scenario_keys()) {
+        const std::string unit = k.unit.empty() ? "" : fmt::format(" [{}]", k.unit);
+        fmt::print(out, "{:<38} {}{}; default {}; allowed {}\n", k.key, k.type, unit, k.default_text, k.allowed);
+        fmt::print(out, "{:<38}   {}\n", "", k.meaning);
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> list_topics() {
+    return {"gpus", "nodes", "networks", "topologies", "models", "schedules",
+            "recompute", "tensor-modes", "precisions", "keys"};
+}
+
+void list_command(const std::string& topic, std::ostream& out) {
+    if (topic == "gpus") return print_catalog(out, hw::CatalogSection::Gpus);
+    if (topic == "nodes") return print_catalog(out, hw::CatalogSection::Nodes);
+    if (topic == "networks") return print_catalog(out, hw::CatalogSection::Networks);
+    if (topic == "topologies") return print_topologies(out);
+    if (topic == "models") return print_models(out);
+    if (topic == "schedules") return print_named(out, schedule_names());
+    if (topic == "recompute") return print_named(out, recompute_names());
+    if (topic == "tensor-modes") return print_named(out, tensor_mode_names());
+    if (topic == "precisions") return print_named(out, precision_names());
+    if (topic == "keys") return print_keys(out);
+    throw InputError({"", 0, "list"}, unknown_name_message("list", topic, list_topics()));
+}
+
+}  // namespace cuboid::cli

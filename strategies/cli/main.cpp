@@ -1,0 +1,11 @@
+// The `cuboid` executable: see cli_main.hpp and docs/scenario.md.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "strategies/cli/cli_main.hpp"
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    return cuboid::cli::cuboid_main(args, std::cout, std::cerr);
+}

@@ -1,0 +1,37 @@
+// `cuboid run`: load a scenario, apply --set, simulate one iteration, write the report, the JSON
+// result and the trace.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "strategies/cli/scenario_keys.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid::cli {
+
+struct RunRequest {
+    std::string scenario_path;
+    std::vector<std::string> sets;      // KEY=VALUE, in command-line order
+    std::optional<std::string> json;    // file, or "-" for standard output
+    std::optional<std::string> trace;   // Trace Event JSON file
+    bool quiet = false;                 // no human report
+};
+
+// Exit codes of the output contract.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitOutOfMemory = 3;
+
+// The scenario of a request: file, overrides, completeness check. `overridden` receives the keys
+// given with --set (errors about them point at --set, not at the file).
+Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
+                          std::vector<std::string>* overridden = nullptr);
+
+// Throws InputError for bad input; returns kExitOk or kExitOutOfMemory.
+int run_command(const RunRequest& request, std::ostream& out, std::ostream& err);
+
+}  // namespace cuboid::cli

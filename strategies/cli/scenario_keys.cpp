@@ -1,0 +1,181 @@
+#include "strategies/cli/scenario_keys.hpp"
+
+#include <algorithm>
+#include <array>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/cli/enum_names.hpp"
+#include "strategies/cli/error_location.hpp"
+#include "strategies/cli/value_parse.hpp"
+#include "strategies/names.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+using V = std::string_view;
+using W = const InputLocation&;
+using C = const SetContext&;
+
+void set_preset(Scenario& s, V v, W w, C c) {
+    if (!c.names.model_preset) throw InputError(w, "model presets are not available in this build");
+    const std::string name(v);
+    try {
+        s.model = c.names.model_preset(name);
+    } catch (const InputError& e) {
+        throw with_location_if_missing(e, w);
+    }
+    if (s.model.preset.empty()) s.model.preset = name;  // the resolver may give the canonical name
+}
+
+void set_gpu(Scenario& s, V v, W w, C c) {
+    s.cluster.gpu = std::string(v);
+    if (!c.names.gpu_name) return;
+    try {
+        s.cluster.gpu = c.names.gpu_name(s.cluster.gpu);
+    } catch (const InputError& e) {
+        throw with_location_if_missing(e, w);
+    }
+}
+
+void set_profile(Scenario& s, V v, W w, C c) {
+    std::filesystem::path p{std::string(v)};
+    if (p.is_relative() && !c.base_dir.empty()) p = c.base_dir / p;
+    p = p.lexically_normal();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec))
+        throw InputError(w, fmt::format("cannot read the profile '{}' (looked for '{}'; a relative path is "
+                                        "taken from the scenario file's folder)", v, p.string()));
+    s.cluster.profile = p.string();
+}
+
+constexpr std::array<KeyDef, 39> kKeys{{
+    {"name", "text", "", "the file name without .yaml", "any", "copied into the output",
+     [](Scenario& s, V v, W, C) { s.name = std::string(v); }},
+    {"model.preset", "name", "", "none", "`cuboid list models`",
+     "a known model; applied first, the other model keys override it", set_preset},
+    {"model.layers", "integer", "", "from the preset", ">= 1", "transformer layers",
+     [](Scenario& s, V v, W w, C) { s.model.layers = int_at_least(v, w, 1); }},
+    {"model.hidden", "integer", "", "from the preset", ">= 1", "hidden size h",
+     [](Scenario& s, V v, W w, C) { s.model.hidden = int_at_least(v, w, 1); }},
+    {"model.heads", "integer", "", "from the preset", ">= 1", "attention heads",
+     [](Scenario& s, V v, W w, C) { s.model.heads = int_at_least(v, w, 1); }},
+    {"model.kv_heads", "integer", "", "heads", ">= 1", "key/value heads (grouped-query attention when < heads)",
+     [](Scenario& s, V v, W w, C) { s.model.kv_heads = int_at_least(v, w, 1); }},
+    {"model.ffn_hidden", "integer", "", "4 * hidden", ">= 1", "inner size of the MLP",
+     [](Scenario& s, V v, W w, C) { s.model.ffn_hidden = int_at_least(v, w, 1); }},
+    {"model.seq_len", "integer", "tokens", "from the preset", ">= 1", "sequence length s",
+     [](Scenario& s, V v, W w, C) { s.model.seq_len = int_at_least(v, w, 1); }},
+    {"model.vocab", "integer", "tokens", "from the preset", ">= 1", "vocabulary size V",
+     [](Scenario& s, V v, W w, C) { s.model.vocab = int_at_least(v, w, 1); }},
+    {"model.swiglu", "boolean", "", "false (or the preset's)", "true | false",
+     "gated MLP with three matrices (Llama) instead of two",
+     [](Scenario& s, V v, W w, C) { s.model.swiglu = parse_bool(v, w); }},
+    {"cluster.gpu", "name", "", "a100-sxm-80gb", "`cuboid list gpus`", "GPU model of every node", set_gpu},
+    {"cluster.nodes", "integer", "", "1", ">= 1", "nodes in the cluster",
+     [](Scenario& s, V v, W w, C) { s.cluster.nodes = int_at_least(v, w, 1); }},
+    {"cluster.gpus_per_node", "integer", "", "8", ">= 1", "GPUs in each node",
+     [](Scenario& s, V v, W w, C) { s.cluster.gpus_per_node = int_at_least(v, w, 1); }},
+    {"cluster.intra_node", "name", "", "nvswitch", "nvswitch | nvlink-mesh | pcie", "how GPUs of a node connect",
+     [](Scenario& s, V v, W w, C) { s.cluster.intra_node = parse_suggesting(hw::parse_intra_node_kind, intra_node_words(), v, w); }},
+    {"cluster.intra_node_gbps", "number", "GB/s (1e9 bytes/s)", "from the GPU catalog", "> 0",
+     "per GPU, one direction, scale-up bandwidth",
+     [](Scenario& s, V v, W w, C) { s.cluster.intra_node_gbps = number_above(v, w, 0.0); }},
+    {"cluster.inter_node.kind", "name", "", "infiniband", "infiniband | roce | ethernet", "network between nodes",
+     [](Scenario& s, V v, W w, C) { s.cluster.inter_node = parse_suggesting(hw::parse_inter_node_kind, inter_node_words(), v, w); }},
+    {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200", "> 0", "per NIC, one direction",
+     [](Scenario& s, V v, W w, C) { s.cluster.nic_gbps = number_above(v, w, 0.0); }},
+    {"cluster.inter_node.nics_per_node", "integer", "", "8", ">= 1", "network adapters per node",
+     [](Scenario& s, V v, W w, C) { s.cluster.nics_per_node = int_at_least(v, w, 1); }},
+    {"cluster.inter_node.topology", "name", "", "fat-tree", "fat-tree | rail-optimized | single-switch",
+     "shape of the network between nodes",
+     [](Scenario& s, V v, W w, C) { s.cluster.topology = parse_suggesting(hw::parse_network_topology, topology_words(), v, w); }},
+    {"cluster.inter_node.oversubscription", "number", "", "1.0", ">= 1",
+     "leaf down-link : up-link bandwidth ratio",
+     [](Scenario& s, V v, W w, C) { s.cluster.oversubscription = number_at_least(v, w, 1.0); }},
+    {"cluster.profile", "path", "", "none", "a readable file", "calibrated hardware profile; relative to the scenario's folder",
+     set_profile},
+    {"training.global_batch", "integer", "sequences", "required", ">= 1", "sequences per iteration",
+     [](Scenario& s, V v, W w, C) { s.training.global_batch = int_at_least(v, w, 1); }},
+    {"training.micro_batch", "integer", "sequences", "1", ">= 1", "sequences per micro-batch",
+     [](Scenario& s, V v, W w, C) { s.training.micro_batch = int_at_least(v, w, 1); }},
+    {"training.precision", "name", "", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8", "arithmetic of the matrix products",
+     [](Scenario& s, V v, W w, C) { s.training.precision = parse_suggesting(parse_precision, precision_words(), v, w); }},
+    {"training.tokens", "number", "tokens", "none", "> 0", "tokens to train, for time to train, cost and energy",
+     [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); }},
+    {"parallel.tensor", "integer", "GPUs", "1", ">= 1", "tensor-parallel degree t",
+     [](Scenario& s, V v, W w, C) { s.parallel.tensor = int_at_least(v, w, 1); }},
+    {"parallel.pipeline", "integer", "GPUs", "1", ">= 1", "pipeline-parallel degree p (stages)",
+     [](Scenario& s, V v, W w, C) { s.parallel.pipeline = int_at_least(v, w, 1); }},
+    {"parallel.data", "integer", "GPUs", "GPUs / (t * p)", ">= 1; t * p * d = GPUs", "data-parallel degree d",
+     [](Scenario& s, V v, W w, C) { s.parallel.data = int_at_least(v, w, 1); }},
+    {"parallel.virtual_stages", "integer", "", "1", ">= 1", "model chunks per GPU (interleaved schedule)",
+     [](Scenario& s, V v, W w, C) { s.parallel.virtual_stages = int_at_least(v, w, 1); }},
+    {"parallel.schedule", "name", "", "1f1b", "`cuboid list schedules`", "pipeline schedule",
+     [](Scenario& s, V v, W w, C) { s.parallel.schedule = parse_suggesting(parse_schedule, schedule_words(), v, w); }},
+    {"parallel.recompute", "name", "", "none", "`cuboid list recompute`", "activation recomputation",
+     [](Scenario& s, V v, W w, C) { s.parallel.recompute = parse_suggesting(parse_recompute, recompute_words(), v, w); }},
+    {"parallel.tensor_mode", "name", "", "1d", "`cuboid list tensor-modes`", "how tensor parallelism splits the layers",
+     [](Scenario& s, V v, W w, C) { s.parallel.tensor_mode = parse_suggesting(parse_tensor_mode, tensor_mode_words(), v, w); }},
+    {"parallel.sequence_parallel", "boolean", "", "false", "true | false",
+     "split norms and dropout along the sequence across the tensor group (Korthikanti et al. 2022)",
+     [](Scenario& s, V v, W w, C) { s.parallel.sequence_parallel = parse_bool(v, w); }},
+    {"parallel.overlap_chunks", "integer", "", "1", ">= 1",
+     "> 1: split each micro-batch so tensor-parallel communication overlaps compute",
+     [](Scenario& s, V v, W w, C) { s.parallel.overlap_chunks = int_at_least(v, w, 1); }},
+    {"parallel.zero_stage", "integer", "", "0", "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3)",
+     [](Scenario& s, V v, W w, C) { s.parallel.zero_stage = int_between(v, w, 0, 3); }},
+    {"parallel.dp_overlap", "boolean", "", "true", "true | false", "overlap gradient reduction with backward compute",
+     [](Scenario& s, V v, W w, C) { s.parallel.dp_overlap = parse_bool(v, w); }},
+    {"cost.gpu_hour_usd", "number", "US dollars per GPU-hour", "none", ">= 0", "price for the cost of training",
+     [](Scenario& s, V v, W w, C) { s.cost.gpu_hour_usd = number_at_least(v, w, 0.0); }},
+    {"cost.node_power_kw", "number", "kW", "none", ">= 0", "power drawn by one node, for the energy of training",
+     [](Scenario& s, V v, W w, C) { s.cost.node_power_kw = number_at_least(v, w, 0.0); }},
+    {"sweep", "map", "", "none", "dotted key -> non-empty list of values", "axes of `cuboid sweep`", nullptr},
+}};
+
+template <class F>
+const KeyDef* find_in(F&& pred) {
+    const auto it = std::find_if(kKeys.begin(), kKeys.end(), pred);
+    return it == kKeys.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::span<const KeyDef> scenario_keys() {
+    return kKeys;
+}
+
+const KeyDef* find_key(std::string_view dotted) {
+    return find_in([&](const KeyDef& k) { return k.key == dotted; });
+}
+
+bool is_section(std::string_view dotted) {
+    return find_in([&](const KeyDef& k) {
+               return k.key.size() > dotted.size() && k.key.starts_with(dotted) && k.key[dotted.size()] == '.';
+           }) != nullptr;
+}
+
+std::vector<std::string> allowed_children(std::string_view section) {
+    std::vector<std::string> out;
+    const std::size_t skip = section.empty() ? 0 : section.size() + 1;
+    for (const auto& k : scenario_keys()) {
+        if (!section.empty() && !(k.key.starts_with(section) && k.key.size() > skip && k.key[section.size()] == '.'))
+            continue;
+        const std::string_view rest = k.key.substr(skip);
+        std::string child(rest.substr(0, rest.find('.')));
+        if (std::find(out.begin(), out.end(), child) == out.end()) out.push_back(std::move(child));
+    }
+    return out;
+}
+
+std::vector<std::string> settable_keys() {
+    std::vector<std::string> out;
+    for (const auto& k : scenario_keys())
+        if (k.set) out.emplace_back(k.key);
+    return out;
+}
+
+}  // namespace cuboid::cli

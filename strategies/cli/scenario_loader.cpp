@@ -1,0 +1,168 @@
+#include "strategies/cli/scenario_loader.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "strategies/cli/suggest.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+std::string kind_of(const YAML::Node& n) {
+    if (n.IsMap()) return "a map";
+    if (n.IsSequence()) return "a list";
+    if (n.IsNull()) return "nothing";
+    return fmt::format("'{}'", n.Scalar());
+}
+
+// Walks the YAML tree, checking every key against the key table.
+class Walker {
+public:
+    Walker(Scenario& s, SetContext ctx) : s_(s), ctx_(std::move(ctx)) {}
+
+    void walk_map(const YAML::Node& map, const std::string& prefix) {
+        // model.preset first, so the explicit model keys written beside it override it.
+        for (const bool presets : {true, false})
+            for (auto it = map.begin(); it != map.end(); ++it)
+                if ((key_text(it->first, prefix) == "preset") == presets) walk_entry(it->first, it->second, prefix);
+    }
+
+private:
+    InputLocation at(const std::string& key, const YAML::Node& node) const {
+        return {s_.source_file, node.Mark().line >= 0 ? node.Mark().line + 1 : 0, key};
+    }
+
+    std::string key_text(const YAML::Node& key, const std::string& prefix) const {
+        if (!key.IsScalar())
+            throw InputError(at(prefix, key), fmt::format("a key must be a plain name, got {}", kind_of(key)));
+        return key.Scalar();
+    }
+
+    void walk_entry(const YAML::Node& key_node, const YAML::Node& value, const std::string& prefix) {
+        const std::string name = key_node.Scalar();
+        const std::string key = prefix.empty() ? name : prefix + "." + name;
+        const InputLocation where = at(key, key_node);
+        record(key, where);
+        if (key == "sweep") return read_sweep(value, where);
+        if (const KeyDef* def = find_key(key)) return set_leaf(*def, value, where);
+        if (is_section(key)) {
+            if (!value.IsMap())
+                throw InputError(where, fmt::format("expected a map with keys {}, got {}",
+                                                    join(allowed_children(key)), kind_of(value)));
+            return walk_map(value, key);
+        }
+        const std::string what = prefix.empty() ? "key" : fmt::format("key in '{}'", prefix);
+        throw InputError(where, unknown_name_message(what, name, allowed_children(prefix)));
+    }
+
+    void record(const std::string& key, const InputLocation& where) {
+        const auto [it, inserted] = s_.key_lines.emplace(key, where.line);
+        if (!inserted)
+            throw InputError(where, fmt::format("duplicate key (first written at line {})", it->second));
+    }
+
+    void set_leaf(const KeyDef& def, const YAML::Node& value, const InputLocation& where) {
+        if (!value.IsScalar())
+            throw InputError(where, fmt::format("expected a single {} ({}), got {}", def.type, def.allowed,
+                                                kind_of(value)));
+        def.set(s_, value.Scalar(), where, ctx_);
+    }
+
+    void read_sweep(const YAML::Node& map, const InputLocation& where) {
+        if (!map.IsMap())
+            throw InputError(where, fmt::format("expected a map of dotted keys to lists, got {}", kind_of(map)));
+        for (auto it = map.begin(); it != map.end(); ++it) {
+            const std::string key = key_text(it->first, "sweep");
+            const InputLocation axis_at = at("sweep." + key, it->first);
+            record(axis_at.key, axis_at);
+            const KeyDef* def = find_key(key);
+            if (!def || !def->set)
+                throw InputError(axis_at, unknown_name_message("key to sweep", key, settable_keys()));
+            s_.sweep.emplace_back(key, read_axis(*def, it->second, axis_at));
+        }
+    }
+
+    std::vector<std::string> read_axis(const KeyDef& def, const YAML::Node& list, const InputLocation& where) {
+        if (!list.IsSequence() || list.size() == 0)
+            throw InputError(where, fmt::format("expected a non-empty list of values, got {}", kind_of(list)));
+        std::vector<std::string> values;
+        for (const auto& item : list) {
+            const InputLocation item_at = at(where.key, item);
+            if (!item.IsScalar())
+                throw InputError(item_at, fmt::format("expected a single {}, got {}", def.type, kind_of(item)));
+            Scenario scratch;  // each value is checked now, with the rules it will meet in a sweep
+            def.set(scratch, item.Scalar(), item_at, ctx_);
+            values.push_back(item.Scalar());
+        }
+        return values;
+    }
+
+    Scenario& s_;
+    SetContext ctx_;
+};
+
+std::string read_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError({path, 0, ""}, "is a folder, not a scenario file");
+    std::ifstream in(path);
+    if (!in) throw InputError({path, 0, ""}, "cannot open the scenario file (missing or unreadable)");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+Scenario load_scenario_text(const std::string& text, const std::string& file, const std::filesystem::path& base_dir,
+                            const NameResolvers& names) {
+    YAML::Node root;
+    try {
+        const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        if (documents.size() > 1)
+            throw InputError({file, documents[1].Mark().line + 1, ""},
+                             fmt::format("holds {} YAML documents ('---'); a scenario is one", documents.size()));
+        if (!documents.empty()) root = documents.front();
+    } catch (const YAML::Exception& e) {
+        throw InputError({file, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""},
+                         fmt::format("YAML syntax error (column {}): {}", e.mark.column + 1, e.msg));
+    }
+    Scenario s;
+    s.source_file = file;
+    if (!root.IsMap())
+        throw InputError({file, root.IsNull() ? 0 : root.Mark().line + 1, ""},
+                         fmt::format("expected a map with keys {}, got {}", join(allowed_children("")), kind_of(root)));
+    Walker(s, SetContext{names, base_dir}).walk_map(root, "");
+    if (s.name.empty()) s.name = std::filesystem::path(file).stem().string();
+    return s;
+}
+
+Scenario load_scenario_file(const std::string& path, const NameResolvers& names) {
+    return load_scenario_text(read_file(path), path, std::filesystem::path(path).parent_path(), names);
+}
+
+InputLocation locate(const Scenario& s, const std::string& key) {
+    for (std::string k = key; !k.empty(); k = k.substr(0, std::min(k.size(), k.rfind('.')))) {
+        if (const auto it = s.key_lines.find(k); it != s.key_lines.end()) return {s.source_file, it->second, key};
+        if (k.find('.') == std::string::npos) break;
+    }
+    return {s.source_file, 0, key};
+}
+
+void check_complete(const Scenario& s) {
+    const std::pair<const char*, int> model_dims[] = {{"model.layers", s.model.layers},
+                                                      {"model.hidden", s.model.hidden},
+                                                      {"model.heads", s.model.heads},
+                                                      {"model.seq_len", s.model.seq_len},
+                                                      {"model.vocab", s.model.vocab}};
+    for (const auto& [key, value] : model_dims)
+        if (value <= 0)
+            throw InputError(locate(s, key), "missing: give this key or a model.preset (`cuboid list models`)");
+    if (s.training.global_batch <= 0)
+        throw InputError(locate(s, "training.global_batch"), "missing: sequences per iteration, an integer >= 1");
+}
+
+}  // namespace cuboid::cli

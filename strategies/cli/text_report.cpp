@@ -1,0 +1,111 @@
+#include "strategies/cli/text_report.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/cli/json_result.hpp"
+#include "strategies/names.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+constexpr double kGB = 1e9;  // GB = 1e9 bytes throughout the report
+constexpr int kStagesListed = 8;
+
+double percent(double part, double whole) { return whole > 0.0 ? 100.0 * part / whole : 0.0; }
+
+void write_setup(std::ostream& out, const Scenario& s) {
+    const ModelSpec& m = s.model;
+    const hw::ClusterSpec& c = s.cluster;
+    const ParallelPlan& p = s.parallel;
+    fmt::print(out, "scenario  {}{}\n", s.name, s.source_file.empty() ? "" : " (" + s.source_file + ")");
+    fmt::print(out, "model     {}{} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}\n",
+               m.preset.empty() ? "" : m.preset + ": ", m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
+               m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
+    fmt::print(out, "cluster   {} nodes x {} {} = {} GPUs; {} in a node; {} x {} Gbit/s {} per node, {}, "
+                    "oversubscription {}\n",
+               c.nodes, c.gpus_per_node, c.gpu, c.gpus(), hw::to_string(c.intra_node),
+               c.nics_per_node, c.nic_gbps, hw::to_string(c.inter_node),
+               hw::to_string(c.topology), c.oversubscription);
+    fmt::print(out, "plan      tensor {} x pipeline {} x data {}, {} schedule{}, recompute {}, tensor mode {}{}, "
+                    "ZeRO {}, dp overlap {}\n",
+               p.tensor, p.pipeline, effective_data_parallel(s), to_string(p.schedule),
+               p.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", p.virtual_stages) : "",
+               to_string(p.recompute), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
+               p.zero_stage, p.dp_overlap ? "on" : "off");
+    fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
+               s.training.micro_batch, precision_name(s.training.precision));
+}
+
+void write_memory(std::ostream& out, const RunResult& r) {
+    fmt::print(out, "memory    peak {:.1f} GB of {:.1f} GB per GPU ({:.0f} %): {}\n", r.peak_memory_bytes / kGB,
+               r.memory_capacity_bytes / kGB, percent(r.peak_memory_bytes, r.memory_capacity_bytes),
+               r.fits_in_memory ? "fits" : "DOES NOT FIT");
+    const auto& stages = r.stage_peak_memory_bytes;
+    if (stages.size() <= 1) return;
+    if (stages.size() <= kStagesListed) {
+        for (std::size_t i = 0; i < stages.size(); ++i)
+            fmt::print(out, "            stage {:<3} {:.1f} GB\n", i, stages[i] / kGB);
+        return;
+    }
+    const auto [lo, hi] = std::minmax_element(stages.begin(), stages.end());
+    fmt::print(out, "            {} stages: from {:.1f} GB (stage {}) to {:.1f} GB (stage {})\n", stages.size(),
+               *lo / kGB, lo - stages.begin(), *hi / kGB, hi - stages.begin());
+}
+
+void write_breakdown(std::ostream& out, const RunResult& r) {
+    const Breakdown& b = r.breakdown;
+    const std::array<std::pair<const char*, double>, 6> parts{{{"compute", b.compute_s},
+                                                               {"recompute", b.recompute_s},
+                                                               {"tp comm exposed", b.tp_comm_exposed_s},
+                                                               {"pp comm exposed", b.pp_comm_exposed_s},
+                                                               {"dp comm exposed", b.dp_comm_exposed_s},
+                                                               {"bubble", b.bubble_s}}};
+    fmt::print(out, "breakdown of GPU {} (on the critical path)\n", r.critical_rank);
+    double sum = 0.0;
+    for (const auto& [name, seconds] : parts) {
+        fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", name, seconds, percent(seconds, r.iteration_time_s));
+        sum += seconds;
+    }
+    fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", "sum", sum, percent(sum, r.iteration_time_s));
+}
+
+void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
+    if (!r.time_to_train_s && !r.cost_usd && !r.energy_kwh) return;
+    std::string line = "to train  ";
+    if (s.training.tokens) line += fmt::format("{:.3g} tokens: ", *s.training.tokens);
+    if (r.time_to_train_s) line += human_duration(*r.time_to_train_s);
+    if (r.cost_usd) line += fmt::format(", {:.3g} USD", *r.cost_usd);
+    if (r.energy_kwh) line += fmt::format(", {:.3g} MWh", *r.energy_kwh / 1000.0);
+    fmt::print(out, "{}\n", line);
+}
+
+}  // namespace
+
+std::string human_duration(double seconds) {
+    if (seconds >= 86400.0) return fmt::format("{:.1f} days", seconds / 86400.0);
+    if (seconds >= 3600.0) return fmt::format("{:.1f} h", seconds / 3600.0);
+    if (seconds >= 60.0) return fmt::format("{:.1f} min", seconds / 60.0);
+    return fmt::format("{:.2f} s", seconds);
+}
+
+void write_report(std::ostream& out, const Scenario& s, const RunResult& r) {
+    write_setup(out, s);
+    fmt::print(out, "\niteration {:.4f} s\n", r.iteration_time_s);
+    fmt::print(out, "tokens/s  {:.4g}\n", r.tokens_per_s);
+    fmt::print(out, "per GPU   {:.1f} TFLOP/s model, {:.1f} TFLOP/s hardware (with recomputation)\n",
+               r.model_tflops_per_gpu, r.hardware_tflops_per_gpu);
+    fmt::print(out, "MFU       {:.1f} %\n", 100.0 * r.mfu);
+    write_memory(out, r);
+    write_training(out, s, r);
+    fmt::print(out, "\n");
+    write_breakdown(out, r);
+    fmt::print(out, "\nsimulated {} events in {:.3f} s wall time; fingerprint {}\n", r.sim_events, r.sim_wall_s,
+               fingerprint_text(r.fingerprint));
+}
+
+}  // namespace cuboid::cli

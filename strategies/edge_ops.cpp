@@ -1,0 +1,87 @@
+#include "strategies/edge_ops.hpp"
+
+namespace cuboid {
+namespace {
+
+using sim::OpCategory;
+using sim::OpKind;
+
+constexpr double kMask = 1.0;          // dropout mask bytes per element
+constexpr double kFp32 = 4.0;          // cross-entropy works on fp32 logits
+constexpr int kXentReductions = 3;     // max, target logit, sum of exponentials
+
+double region(const LayerContext& c) { return c.bsh() / c.dims.sp_div(); }
+double logits_elems(const LayerContext& c) {
+    return static_cast<double>(c.dims.tokens() * c.dims.vocab_per_rank());
+}
+// Word rows gathered + positions (GPT) read, embedding written.
+double embed_bytes(const LayerContext& c) { return (c.dims.swiglu ? 2.0 : 3.0) * c.dims.act_bytes * c.bsh(); }
+double embed_dropout_bytes(const LayerContext& c) { return (2.0 * c.dims.act_bytes + kMask) * region(c); }
+
+}  // namespace
+
+void emit_embedding_forward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    const std::uint32_t embed = e.compute(memory_op(OpKind::Embedding, l.embed_f, embed_bytes(c), OpCategory::Compute));
+    const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
+    e.wait_for(emit_tp_collective(e, c, Phase::Forward, reduce, embed));
+    sim::Op drop = memory_op(OpKind::Dropout, l.embed_dropout_f, embed_dropout_bytes(c), OpCategory::Compute);
+    drop.memory_alloc = Bytes(kMask * region(c));
+    e.compute(drop);
+}
+
+void emit_embedding_backward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    sim::Op drop = memory_op(OpKind::Dropout, l.embed_dropout_b, 2.0 * embed_dropout_bytes(c), OpCategory::Compute);
+    drop.memory_free = Bytes(kMask * region(c));
+    const std::uint32_t d = e.compute(drop);
+    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, d));
+    e.compute(memory_op(OpKind::Embedding, l.embed_b, embed_bytes(c), OpCategory::Compute));
+}
+
+void emit_head_forward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    const double a = c.dims.act_bytes;
+    sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_f, 2.0 * a * region(c), OpCategory::Compute);
+    ln.memory_alloc = Bytes(a * region(c));
+    const std::uint32_t ln_i = e.compute(ln);
+    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Forward, OpKind::AllGather, ln_i));
+    sim::Op logits = gemm_op(l.logits_f, logits_gemm(c.dims), OpCategory::Compute, a);
+    logits.memory_alloc = Bytes(a * region(c));
+    std::uint32_t last = e.compute(logits);
+    // Read 16-bit logits, write and re-read the fp32 exponentials; keep the fp32 softmax.
+    sim::Op xent = memory_op(OpKind::CrossEntropy, l.xent_f, (a + 2.0 * kFp32) * logits_elems(c), OpCategory::Compute);
+    xent.memory_alloc = Bytes(kFp32 * logits_elems(c));
+    if (!c.tp()) {
+        e.compute(xent);
+        return;
+    }
+    const double scalars = kFp32 * static_cast<double>(c.dims.tokens());
+    const sim::Op reduce = comm_op(OpKind::AllReduce, l.xent_tp, scalars, sim::stream::kTensorComm, 0,
+                                   OpCategory::TensorComm);
+    e.wait_for(e.comm(reduce, last));  // the max over the vocabulary shards
+    last = e.compute(xent);
+    for (int i = 1; i < kXentReductions; ++i) last = e.comm(reduce, last);
+    e.wait_for(last);
+}
+
+void emit_head_backward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    const double a = c.dims.act_bytes;
+    sim::Op xent = memory_op(OpKind::CrossEntropy, l.xent_b, (kFp32 + a) * logits_elems(c), OpCategory::Compute);
+    xent.memory_free = Bytes(kFp32 * logits_elems(c));
+    e.compute(xent);
+    const sim::GemmShape g = logits_gemm(c.dims);
+    const std::uint32_t dgrad = e.compute(gemm_op(l.logits_dgrad, input_grad_shape(g), OpCategory::Compute, a));
+    const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
+    const std::uint32_t red = emit_tp_collective(e, c, Phase::Backward, reduce, dgrad);
+    sim::Op wgrad = gemm_op(l.logits_wgrad, weight_grad_shape(g), OpCategory::Compute, a);
+    wgrad.memory_free = Bytes(a * region(c));
+    e.compute(wgrad);
+    e.wait_for(red);
+    sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_b, 4.0 * a * region(c), OpCategory::Compute);
+    ln.memory_free = Bytes(a * region(c));
+    e.compute(ln);
+}
+
+}  // namespace cuboid

@@ -1,0 +1,21 @@
+// Group slots of every rank's program: RankProgram::groups[slot] names the concrete group.
+//
+// Pipeline traffic uses one group per direction (activations flow to the next stage, gradients to
+// the previous), so each rank only Sends or only Recvs on a given group: the k-th op of both
+// members is then the same transfer whatever the order in which the two streams post them.
+// Slots a rank does not use (no next stage, t == 1, ...) alias its tensor group and carry no op.
+#pragma once
+
+#include <cstdint>
+
+namespace cuboid::slot {
+
+inline constexpr std::uint16_t kTensor = 0;        // the rank's tensor-parallel group
+inline constexpr std::uint16_t kData = 1;          // the rank's data-parallel group
+inline constexpr std::uint16_t kActToNext = 2;     // {this, next stage}: Send activations
+inline constexpr std::uint16_t kActFromPrev = 3;   // {prev stage, this}: Recv activations
+inline constexpr std::uint16_t kGradFromNext = 4;  // {this, next stage}: Recv gradients
+inline constexpr std::uint16_t kGradToPrev = 5;    // {prev stage, this}: Send gradients
+inline constexpr int kCount = 6;
+
+}  // namespace cuboid::slot

@@ -1,0 +1,61 @@
+#include "strategies/labels.hpp"
+
+#include <string>
+
+namespace cuboid {
+namespace {
+
+constexpr std::array<const char*, kLayerOpCount> kNames = {
+    "ln1", "qkv", "qk", "softmax", "attn_dropout", "av", "proj", "bda1", "ln2", "fc1", "act", "fc2", "bda2"};
+
+bool is_layer_gemm(int i) {
+    const auto op = static_cast<LayerOp>(i);
+    return op == LayerOp::Qkv || op == LayerOp::Qk || op == LayerOp::Av || op == LayerOp::Proj ||
+           op == LayerOp::Fc1 || op == LayerOp::Fc2;
+}
+
+}  // namespace
+
+Labels intern_labels(sim::Program& p) {
+    Labels l;
+    for (int i = 0; i < kLayerOpCount; ++i) {
+        const std::string n = kNames[static_cast<std::size_t>(i)];
+        const auto k = static_cast<std::size_t>(i);
+        l.fwd[k] = p.intern("F." + n);
+        l.rec[k] = p.intern("R." + n);
+        l.bwd[k] = p.intern(is_layer_gemm(i) ? "B." + n + ".dgrad" : "B." + n);
+        l.wgrad[k] = is_layer_gemm(i) ? p.intern("B." + n + ".wgrad") : l.bwd[k];
+    }
+    const std::array<const char*, 3> phase = {"F", "R", "B"};
+    const std::array<const char*, 3> coll = {"allreduce", "allgather", "reducescatter"};
+    for (std::size_t ph = 0; ph < 3; ++ph)
+        for (std::size_t c = 0; c < 3; ++c) l.tp[ph][c] = p.intern(std::string(phase[ph]) + ".tp." + coll[c]);
+    l.embed_f = p.intern("F.embed");
+    l.embed_dropout_f = p.intern("F.embed_dropout");
+    l.embed_b = p.intern("B.embed");
+    l.embed_dropout_b = p.intern("B.embed_dropout");
+    l.final_ln_f = p.intern("F.final_ln");
+    l.logits_f = p.intern("F.logits");
+    l.xent_f = p.intern("F.xent");
+    l.xent_tp = p.intern("F.xent.tp.allreduce");
+    l.final_ln_b = p.intern("B.final_ln");
+    l.logits_dgrad = p.intern("B.logits.dgrad");
+    l.logits_wgrad = p.intern("B.logits.wgrad");
+    l.xent_b = p.intern("B.xent");
+    l.send_act = p.intern("pp.send_act");
+    l.recv_act = p.intern("pp.recv_act");
+    l.send_grad = p.intern("pp.send_grad");
+    l.recv_grad = p.intern("pp.recv_grad");
+    l.pp_gather = p.intern("pp.allgather");
+    l.dp_allreduce = p.intern("dp.allreduce");
+    l.dp_reduce_scatter = p.intern("dp.reducescatter");
+    l.dp_all_gather = p.intern("dp.allgather");
+    l.optimizer = p.intern("optimizer");
+    l.group_tp = p.intern("tp");
+    l.group_dp = p.intern("dp");
+    l.group_pp_act = p.intern("pp.act");
+    l.group_pp_grad = p.intern("pp.grad");
+    return l;
+}
+
+}  // namespace cuboid

@@ -1,0 +1,38 @@
+// The few labels of a program, interned once per build. Labels name the kind of work ("F.qkv",
+// "B.fc1.wgrad", "R.softmax", "pp.send_act"); the layer and micro-batch of an op follow from its
+// place in the trace, which keeps the label table small for million-op programs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "sim/program.hpp"
+
+namespace cuboid {
+
+// Forward kernels of one transformer layer, in execution order.
+enum class LayerOp : std::uint8_t {
+    Ln1, Qkv, Qk, Softmax, AttnDropout, Av, Proj, Bda1, Ln2, Fc1, Act, Fc2, Bda2, Count
+};
+inline constexpr int kLayerOpCount = static_cast<int>(LayerOp::Count);
+
+struct Labels {
+    std::array<std::uint32_t, kLayerOpCount> fwd{};  // "F.ln1", ...
+    std::array<std::uint32_t, kLayerOpCount> rec{};  // "R.ln1", ...
+    std::array<std::uint32_t, kLayerOpCount> bwd{};  // "B.ln1", ... (input-gradient GEMM for GEMMs)
+    std::array<std::uint32_t, kLayerOpCount> wgrad{};  // "B.qkv.wgrad", ... (GEMMs only)
+    // tensor-parallel collectives: [phase F/R/B][AllReduce, AllGather, ReduceScatter]
+    std::array<std::array<std::uint32_t, 3>, 3> tp{};
+    std::uint32_t embed_f = 0, embed_dropout_f = 0, embed_b = 0, embed_dropout_b = 0;
+    std::uint32_t final_ln_f = 0, logits_f = 0, xent_f = 0, xent_tp = 0;
+    std::uint32_t final_ln_b = 0, logits_dgrad = 0, logits_wgrad = 0, xent_b = 0;
+    std::uint32_t send_act = 0, recv_act = 0, send_grad = 0, recv_grad = 0, pp_gather = 0;
+    std::uint32_t dp_allreduce = 0, dp_reduce_scatter = 0, dp_all_gather = 0, optimizer = 0;
+    std::uint32_t group_tp = 0, group_dp = 0, group_pp_act = 0, group_pp_grad = 0;
+};
+
+enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };
+
+Labels intern_labels(sim::Program& program);
+
+}  // namespace cuboid

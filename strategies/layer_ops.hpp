@@ -1,0 +1,43 @@
+// The kernels of one transformer layer for one micro-batch on one tensor-parallel rank, as
+// Megatron runs them: forward, backward (input- and weight-gradient GEMMs), the recomputation a
+// policy asks for, and the tensor-parallel collectives between them.
+//
+// Collectives (t > 1): without sequence parallelism an all-reduce of the b*s*h activation after
+// the projection and after FC2 (forward), and of the input gradient after the QKV and FC1
+// input-gradient GEMMs (backward). With sequence parallelism each all-reduce becomes a
+// reduce-scatter, and an all-gather runs before QKV and FC1 (forward) and before the projection
+// and FC2 input-gradient GEMMs (backward); the backward also re-gathers the LayerNorm output for
+// the weight gradient (Korthikanti et al. 2022 §4.2.2). Forward collectives block the next kernel
+// (no overlap); in the backward the input-gradient reduction overlaps the weight-gradient GEMM,
+// as Megatron's asynchronous tensor-parallel all-reduce does.
+#pragma once
+
+#include "strategies/activation_memory.hpp"
+#include "strategies/labels.hpp"
+#include "strategies/layer_shapes.hpp"
+#include "strategies/op_emitter.hpp"
+
+namespace cuboid {
+
+struct LayerContext {
+    LayerDims dims;
+    LayerGemms gemms;
+    LayerMemory memory;
+    Recompute recompute = Recompute::None;
+    const Labels* labels = nullptr;
+
+    static LayerContext make(const LayerDims& d, Recompute r, const Labels& labels);
+    double bsh() const { return static_cast<double>(dims.tokens() * dims.h); }
+    bool tp() const { return dims.t > 1; }
+};
+
+// The ordinary forward of one layer (stores what the recompute policy keeps).
+void emit_layer_forward(OpEmitter& e, const LayerContext& c);
+// The backward of one layer, preceded by its recomputation when the policy asks for it.
+void emit_layer_backward(OpEmitter& e, const LayerContext& c);
+
+// A tensor-parallel collective of a full b*s*h activation after op `after`; kNoOp when t == 1.
+std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phase, sim::OpKind kind,
+                                 std::uint32_t after);
+
+}  // namespace cuboid

@@ -1,0 +1,40 @@
+#include "strategies/layer_shapes.hpp"
+
+namespace cuboid {
+
+LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool sequence_parallel,
+                          sim::Precision precision) {
+    LayerDims d;
+    d.b = micro_batch;
+    d.s = m.seq_len;
+    d.h = m.hidden;
+    d.heads = m.heads;
+    d.kv_heads = m.kv_heads_or_default();
+    d.head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+    d.ffn = m.ffn_or_default();
+    d.vocab = m.vocab;
+    d.t = tensor;
+    d.swiglu = m.swiglu;
+    d.sp = sequence_parallel && tensor > 1;
+    // Activations are stored in 16 bits under mixed precision (fp8 training keeps 16-bit
+    // activations between kernels too); fp32 and tf32 keep 32-bit tensors.
+    d.act_bytes = (precision == sim::Precision::Fp32 || precision == sim::Precision::Tf32) ? 4.0 : 2.0;
+    return d;
+}
+
+LayerGemms layer_gemms(const LayerDims& d) {
+    const std::int64_t bs = d.tokens();
+    const std::int64_t attn_batch = d.b * d.heads / d.t;
+    LayerGemms g;
+    g.qkv = {bs, d.qkv_width() / d.t, d.h, 1};
+    g.qk = {d.s, d.s, d.head_dim, attn_batch};
+    g.av = {d.s, d.head_dim, d.s, attn_batch};
+    g.proj = {bs, d.h, d.heads * d.head_dim / d.t, 1};
+    g.fc1 = {bs, d.fc1_width() / d.t, d.h, 1};
+    g.fc2 = {bs, d.h, d.ffn / d.t, 1};
+    return g;
+}
+
+sim::GemmShape logits_gemm(const LayerDims& d) { return {d.tokens(), d.vocab_per_rank(), d.h, 1}; }
+
+}  // namespace cuboid

@@ -1,0 +1,65 @@
+// Sizes of one transformer layer on one tensor-parallel rank: the GEMM shapes it runs and the
+// tensor sizes its memory-bound kernels move. Shared by the FLOP counts (t = 1) and the program
+// builder, so the two cannot disagree.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/program.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+struct LayerDims {
+    std::int64_t b = 1;          // sequences per micro-batch
+    std::int64_t s = 0;          // sequence length
+    std::int64_t h = 0;          // hidden size
+    std::int64_t heads = 0;      // attention (query) heads
+    std::int64_t kv_heads = 0;   // key/value heads (== heads without grouped-query attention)
+    std::int64_t head_dim = 0;   // h / heads
+    std::int64_t ffn = 0;        // MLP hidden size
+    std::int64_t vocab = 0;
+    std::int64_t t = 1;          // tensor-parallel degree (1d)
+    bool swiglu = false;
+    bool sp = false;             // sequence parallel: LayerNorm/dropout regions split over t
+    double act_bytes = 2.0;      // bytes per activation element (16-bit unless fp32/tf32)
+
+    static LayerDims make(const ModelSpec& m, int micro_batch, int tensor, bool sequence_parallel,
+                          sim::Precision precision);
+
+    std::int64_t tokens() const { return b * s; }
+    std::int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }  // all ranks
+    std::int64_t kv_width() const { return kv_heads * head_dim; }
+    std::int64_t fc1_width() const { return swiglu ? 2 * ffn : ffn; }             // all ranks
+    // Vocabulary columns of one rank (Megatron pads the vocabulary to a multiple of t).
+    std::int64_t vocab_per_rank() const { return (vocab + t - 1) / t; }
+    // Divisor of tensors in the LayerNorm / dropout regions: t with sequence parallelism.
+    double sp_div() const { return sp ? static_cast<double>(t) : 1.0; }
+};
+
+// Forward GEMMs of one layer on one rank, Megatron 1d tensor parallelism: QKV and FC1 split by
+// columns, projection and FC2 by rows, attention heads split over t.
+struct LayerGemms {
+    sim::GemmShape qkv;   // [bs, h] x [h, qkv_width/t]
+    sim::GemmShape qk;    // batch b*heads/t: [s, hd] x [hd, s]
+    sim::GemmShape av;    // batch b*heads/t: [s, s] x [s, hd]
+    sim::GemmShape proj;  // [bs, h/t] x [h/t, h]
+    sim::GemmShape fc1;   // [bs, h] x [h, fc1_width/t]
+    sim::GemmShape fc2;   // [bs, ffn/t] x [ffn/t, h]
+};
+
+LayerGemms layer_gemms(const LayerDims& d);
+sim::GemmShape logits_gemm(const LayerDims& d);  // [bs, h] x [h, V/t]
+
+// 2*m*n*k per product: one multiply and one add per term.
+inline double gemm_flops(const sim::GemmShape& g) {
+    return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+           static_cast<double>(g.batch);
+}
+
+// Backward of a forward product [m,k]x[k,n]: input gradient [m,n]x[n,k] and weight gradient
+// [k,m]x[m,n], each with the forward's FLOPs.
+inline sim::GemmShape input_grad_shape(const sim::GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+inline sim::GemmShape weight_grad_shape(const sim::GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
+
+}  // namespace cuboid

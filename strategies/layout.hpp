@@ -1,0 +1,54 @@
+// Where the parallel plan puts work: (tensor, data, pipeline) coordinates <-> rank = GPU index,
+// and which layers each pipeline stage holds.
+//
+// Megatron's order: tensor groups innermost (consecutive GPUs of one node, so tensor-parallel
+// collectives stay on NVLink), then data, then pipeline:
+//     rank = tp + t * (dp + d * pp)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+struct Layout {
+    int tensor = 1;
+    int pipeline = 1;
+    int data = 1;
+    int virtual_stages = 1;  // model chunks per stage (interleaved schedule), else 1
+    int micro_batches = 1;   // per pipeline per iteration: global_batch / (micro_batch * data)
+    // Layers of global chunk j, j = local_chunk * pipeline + stage (stage s holds chunks
+    // s, s+p, s+2p, ...). Megatron requires layers % (p*v) == 0; cuboid also accepts the rest
+    // and spreads it one layer each over the first chunks.
+    std::vector<int> chunk_layers;
+
+    int gpus() const { return tensor * pipeline * data; }
+    std::uint32_t rank(int tp, int dp, int pp) const {
+        return static_cast<std::uint32_t>(tp + tensor * (dp + data * pp));
+    }
+    int tp_of(std::uint32_t r) const { return static_cast<int>(r) % tensor; }
+    int dp_of(std::uint32_t r) const { return (static_cast<int>(r) / tensor) % data; }
+    int stage_of(std::uint32_t r) const { return static_cast<int>(r) / (tensor * data); }
+
+    int chunk_id(int stage, int local_chunk) const { return local_chunk * pipeline + stage; }
+    int layers_of(int stage, int local_chunk) const { return chunk_layers[chunk_id(stage, local_chunk)]; }
+    int layers_on_stage(int stage) const;
+    // Global index of the first layer of a chunk.
+    int first_layer_of(int stage, int local_chunk) const;
+    // The chunk that embeds tokens / computes the loss.
+    bool holds_embedding(int stage, int local_chunk) const { return stage == 0 && local_chunk == 0; }
+    bool holds_head(int stage, int local_chunk) const {
+        return stage == pipeline - 1 && local_chunk == virtual_stages - 1;
+    }
+};
+
+// `layers` split into `parts` parts that differ by at most one, larger parts first.
+std::vector<int> balanced_split(int layers, int parts);
+
+// Checks the plan against the model, batch and cluster and returns its layout. Throws
+// InputError at the offending scenario key, saying why and what is allowed.
+Layout validate_plan(const Scenario& scenario);
+
+}  // namespace cuboid

@@ -1,0 +1,68 @@
+#include "strategies/names.hpp"
+
+namespace cuboid {
+namespace {
+
+// Index of `word` in `names`; throws listing the allowed words when absent.
+std::size_t find_name(const std::vector<NamedValue>& names, const std::string& word,
+                      const InputLocation& where, const char* what) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i].name == word) return i;
+    std::string allowed;
+    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n.name;
+    throw InputError(where, "unknown " + std::string(what) + " '" + word + "'; allowed: " + allowed);
+}
+
+}  // namespace
+
+// Order of each list == order of the enum's values.
+std::vector<NamedValue> schedule_names() {
+    return {{"gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
+            {"1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
+            {"interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
+            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023); not yet supported"}};
+}
+
+std::vector<NamedValue> recompute_names() {
+    return {{"none", "store every activation"},
+            {"full", "store each layer's input, recompute the layer before its backward"},
+            {"selective", "recompute the attention core only (Korthikanti et al. 2022)"},
+            {"stage-aware", "per-stage checkpoint ratio (Merak); not yet supported"}};
+}
+
+std::vector<NamedValue> tensor_mode_names() {
+    return {{"1d", "Megatron tensor parallelism (Shoeybi et al. 2019)"},
+            {"2d", "2D SUMMA tensor parallelism; not yet supported"},
+            {"3d", "3D tensor parallelism (Bian et al. 2021); not yet supported"},
+            {"atp", "adaptive tensor parallelism (Cheng et al. 2023); not yet supported"}};
+}
+
+std::vector<NamedValue> precision_names() {
+    return {{"fp32", "32-bit float"},
+            {"tf32", "TensorFloat-32 GEMMs, fp32 storage"},
+            {"fp16", "16-bit float, mixed precision"},
+            {"bf16", "bfloat16, mixed precision"},
+            {"fp8", "8-bit float GEMMs, 16-bit activations"}};
+}
+
+Schedule parse_schedule(const std::string& word, const InputLocation& where) {
+    return static_cast<Schedule>(find_name(schedule_names(), word, where, "schedule"));
+}
+
+Recompute parse_recompute(const std::string& word, const InputLocation& where) {
+    return static_cast<Recompute>(find_name(recompute_names(), word, where, "recompute policy"));
+}
+
+TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where) {
+    return static_cast<TensorMode>(find_name(tensor_mode_names(), word, where, "tensor mode"));
+}
+
+sim::Precision parse_precision(const std::string& word, const InputLocation& where) {
+    return static_cast<sim::Precision>(find_name(precision_names(), word, where, "precision"));
+}
+
+std::string precision_name(sim::Precision p) {
+    return precision_names()[static_cast<std::size_t>(p)].name;
+}
+
+}  // namespace cuboid

@@ -1,0 +1,30 @@
+// Scenario words <-> enums. The parse functions throw InputError at `where` naming the allowed
+// values; the name lists feed `cuboid list schedules|tensor-modes`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hardware_models/errors.hpp"
+#include "sim/program.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+struct NamedValue {
+    std::string name;
+    std::string description;  // one line
+};
+
+std::vector<NamedValue> schedule_names();
+std::vector<NamedValue> recompute_names();
+std::vector<NamedValue> tensor_mode_names();
+std::vector<NamedValue> precision_names();
+
+Schedule parse_schedule(const std::string& word, const InputLocation& where);
+Recompute parse_recompute(const std::string& word, const InputLocation& where);
+TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where);
+sim::Precision parse_precision(const std::string& word, const InputLocation& where);
+std::string precision_name(sim::Precision p);
+
+}  // namespace cuboid

@@ -1,0 +1,133 @@
+// validate_plan: every way a scenario's plan can be impossible, each reported at its key.
+#include <string>
+
+#include "strategies/layout.hpp"
+
+namespace cuboid {
+namespace {
+
+using std::to_string;
+
+class Checker {
+public:
+    explicit Checker(const Scenario& sc) : sc_(sc) {}
+    void require(bool ok, const std::string& key, const std::string& why) const {
+        if (!ok) throw InputError(sc_.where(key), why);
+    }
+
+private:
+    const Scenario& sc_;
+};
+
+void check_model(const Checker& c, const ModelSpec& m) {
+    c.require(m.layers > 0, "model.layers", "must be a positive number of layers");
+    c.require(m.hidden > 0, "model.hidden", "must be a positive hidden size");
+    c.require(m.heads > 0, "model.heads", "must be a positive number of attention heads");
+    c.require(m.seq_len > 0, "model.seq_len", "must be a positive sequence length");
+    c.require(m.vocab > 0, "model.vocab", "must be a positive vocabulary size");
+    c.require(m.hidden % m.heads == 0, "model.heads",
+              "hidden " + to_string(m.hidden) + " is not a multiple of heads " + to_string(m.heads));
+    const int kv = m.kv_heads_or_default();
+    c.require(kv > 0 && m.heads % kv == 0, "model.kv_heads",
+              "must divide heads " + to_string(m.heads) + " (got " + to_string(kv) + ")");
+    c.require(m.ffn_hidden >= 0, "model.ffn_hidden", "must be positive (0: 4 * hidden)");
+}
+
+void check_unsupported(const Checker& c, const ParallelPlan& p) {
+    c.require(p.schedule != Schedule::ShiftedCriticalPath, "parallel.schedule",
+              "shifted-critical-path is not yet supported; allowed now: gpipe, 1f1b, interleaved");
+    c.require(p.recompute != Recompute::StageAware, "parallel.recompute",
+              "stage-aware is not yet supported; allowed now: none, full, selective");
+    c.require(p.tensor_mode == TensorMode::OneD, "parallel.tensor_mode",
+              to_string(p.tensor_mode) + " is not yet supported; allowed now: 1d");
+    c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
+              "values above 1 (chunked tensor-parallel overlap) are not yet supported; allowed now: 1");
+    c.require(p.zero_stage >= 0 && p.zero_stage <= 3, "parallel.zero_stage", "allowed: 0, 1, 2, 3");
+    c.require(p.zero_stage != 3, "parallel.zero_stage",
+              "ZeRO stage 3 (parameter gathers per layer) is not yet supported; allowed now: 0, 1, 2");
+}
+
+int check_degrees(const Checker& c, const Scenario& sc) {
+    const ParallelPlan& p = sc.parallel;
+    const int gpus = sc.cluster.gpus();
+    c.require(gpus > 0, "cluster.nodes", "the cluster has no GPUs");
+    c.require(p.tensor >= 1, "parallel.tensor", "must be at least 1");
+    c.require(p.pipeline >= 1, "parallel.pipeline", "must be at least 1");
+    c.require(p.data >= 0, "parallel.data", "must be at least 1 (or absent: derived)");
+    const int tp = p.tensor * p.pipeline;
+    if (p.data == 0) {
+        c.require(gpus % tp == 0, "parallel.pipeline",
+                  "tensor*pipeline = " + to_string(tp) + " does not divide the " + to_string(gpus) + " GPUs");
+        return gpus / tp;
+    }
+    c.require(tp * p.data == gpus, "parallel.data",
+              "tensor*pipeline*data = " + to_string(tp * p.data) + " but the cluster has " +
+                  to_string(gpus) + " GPUs");
+    return p.data;
+}
+
+void check_tensor(const Checker& c, const Scenario& sc) {
+    const int t = sc.parallel.tensor;
+    const int gpn = sc.cluster.gpus_per_node;
+    const ModelSpec& m = sc.model;
+    // A tensor group must tile nodes: whole groups inside a node, or whole nodes per group.
+    c.require(gpn % t == 0 || t % gpn == 0, "parallel.tensor",
+              "tensor " + to_string(t) + " must divide gpus_per_node " + to_string(gpn) + " or be a multiple of it");
+    c.require(m.heads % t == 0, "parallel.tensor",
+              "must divide the " + to_string(m.heads) + " attention heads");
+    c.require(m.kv_heads_or_default() % t == 0, "parallel.tensor",
+              "must divide the " + to_string(m.kv_heads_or_default()) + " key/value heads");
+    c.require(m.ffn_or_default() % t == 0, "parallel.tensor",
+              "must divide the MLP size " + to_string(m.ffn_or_default()));
+    if (sc.parallel.sequence_parallel)
+        c.require(m.seq_len % t == 0, "parallel.sequence_parallel",
+                  "sequence parallelism needs seq_len " + to_string(m.seq_len) + " divisible by tensor " + to_string(t));
+}
+
+void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
+    const ParallelPlan& p = sc.parallel;
+    c.require(p.virtual_stages >= 1, "parallel.virtual_stages", "must be at least 1");
+    if (p.schedule == Schedule::Interleaved) {
+        c.require(p.virtual_stages > 1, "parallel.virtual_stages",
+                  "the interleaved schedule needs virtual_stages > 1 (use 1f1b for 1)");
+        c.require(p.pipeline > 1, "parallel.pipeline", "the interleaved schedule needs pipeline > 1");
+        c.require(micro_batches % p.pipeline == 0, "training.global_batch",
+                  "the interleaved schedule needs micro-batches (" + to_string(micro_batches) +
+                      ") to be a multiple of pipeline " + to_string(p.pipeline));
+    } else {
+        c.require(p.virtual_stages == 1, "parallel.virtual_stages",
+                  "virtual stages > 1 need schedule: interleaved");
+    }
+    const int chunks = p.pipeline * p.virtual_stages;
+    c.require(sc.model.layers >= chunks, "parallel.pipeline",
+              "pipeline*virtual_stages = " + to_string(chunks) + " exceeds the " +
+                  to_string(sc.model.layers) + " layers (each chunk needs a layer)");
+}
+
+}  // namespace
+
+Layout validate_plan(const Scenario& sc) {
+    const Checker c(sc);
+    check_model(c, sc.model);
+    check_unsupported(c, sc.parallel);
+    const int data = check_degrees(c, sc);
+    check_tensor(c, sc);
+    const TrainingSpec& tr = sc.training;
+    c.require(tr.micro_batch >= 1, "training.micro_batch", "must be at least 1");
+    c.require(tr.global_batch >= 1, "training.global_batch", "must be at least 1");
+    c.require(tr.global_batch % (tr.micro_batch * data) == 0, "training.global_batch",
+              "must be a multiple of micro_batch*data = " + to_string(tr.micro_batch * data));
+    const int m = tr.global_batch / (tr.micro_batch * data);
+    check_pipeline(c, sc, m);
+
+    Layout l;
+    l.tensor = sc.parallel.tensor;
+    l.pipeline = sc.parallel.pipeline;
+    l.data = data;
+    l.virtual_stages = sc.parallel.virtual_stages;
+    l.micro_batches = m;
+    l.chunk_layers = balanced_split(sc.model.layers, l.pipeline * l.virtual_stages);
+    return l;
+}
+
+}  // namespace cuboid

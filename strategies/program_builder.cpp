@@ -1,0 +1,103 @@
+#include "strategies/program_builder.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "strategies/model_math.hpp"
+#include "strategies/program_groups.hpp"
+#include "strategies/stage_builder.hpp"
+#include "strategies/training_state.hpp"
+
+namespace cuboid {
+namespace {
+
+LayerDims dims_of(const Scenario& sc) {
+    return LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
+                           sc.training.precision);
+}
+
+// One activation message of b*s*h elements, split over the tensor ranks (scatter/gather).
+double message_bytes(const LayerDims& d) {
+    return d.act_bytes * static_cast<double>(d.tokens() * d.h) / static_cast<double>(d.t);
+}
+
+// Ops of one layer's forward and backward (with recomputation), counted on a scratch list.
+std::size_t ops_per_layer(const LayerContext& layer) {
+    sim::OpList scratch;
+    OpEmitter e(scratch, sim::Precision::Bf16);
+    emit_layer_forward(e, layer);
+    emit_layer_backward(e, layer);
+    return scratch.ops.size();
+}
+
+StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage) {
+    const ModelSpec& m = sc.model;
+    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    StagePlan p;
+    p.layout = &l;
+    p.stage = stage;
+    p.schedule = sc.parallel.schedule;
+    p.layer = layer;
+    p.ops_per_layer = ops_per_layer(layer);
+    p.precision = sc.training.precision;
+    p.message_bytes = message_bytes(layer.dims);
+    p.gather_after_recv = layer.dims.t > 1 && !layer.dims.sp;
+    p.dp_overlap = sc.parallel.dp_overlap;
+    p.zero_stage = sc.parallel.zero_stage;
+    p.layer_params = layer_parameter_count_per_rank(m, l.tensor);
+    p.embedding_params = stage == 0 ? embedding_parameters_per_rank(m, l.tensor) : 0.0;
+    p.head_params = stage == l.pipeline - 1 ? head_parameters_per_rank(m, l.tensor, l.pipeline) : 0.0;
+    p.grad_bytes_per_param = state.grad;
+    p.weight_bytes_per_param = state.weight;
+    p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training.precision);
+    p.bucket_params = gradient_bucket_params(l.data);
+    p.resident = stage_resident_bytes(sc, l, stage);
+    return p;
+}
+
+}  // namespace
+
+Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
+    const double params = stage_parameters_per_rank(sc.model, l, stage);
+    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
+    // Pipeline buffers: one incoming activation and one incoming gradient message, gathered.
+    if (l.pipeline > 1) b += Bytes(2.0 * message_bytes(dims_of(sc)) * l.tensor);
+    return b;
+}
+
+sim::Program build_program(const Scenario& sc, const Layout& l) {
+    sim::Program program;
+    const Labels labels = intern_labels(program);
+    build_groups(program, l, labels);
+    const LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
+    program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
+    // Stages are independent (each writes only its own OpList), so they are built in parallel;
+    // the result does not depend on the thread count.
+    std::atomic<int> next{0};
+    const auto worker = [&] {
+        for (int s = next++; s < l.pipeline; s = next++)
+            build_stage(program.op_lists[static_cast<std::size_t>(s)], stage_plan(sc, l, layer, s));
+    };
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> helpers(std::min<std::size_t>(cores, static_cast<std::size_t>(l.pipeline)) - 1);
+    for (auto& t : helpers) t = std::thread(worker);
+    worker();
+    for (auto& t : helpers) t.join();
+    return program;
+}
+
+double program_gemm_flops(const sim::Program& program) {
+    std::vector<double> ranks_per_list(program.op_lists.size(), 0.0);
+    for (const auto& r : program.ranks) ranks_per_list[r.op_list] += 1.0;
+    double total = 0.0;
+    for (std::size_t i = 0; i < program.op_lists.size(); ++i) {
+        double list = 0.0;
+        for (const auto& op : program.op_lists[i].ops)
+            if (sim::is_gemm(op.kind)) list += op.flops.value;
+        total += list * ranks_per_list[i];
+    }
+    return total;
+}
+
+}  // namespace cuboid

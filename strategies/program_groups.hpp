@@ -1,0 +1,19 @@
+// Communicators of a layout and each rank's slot table (strategies/group_slots.hpp).
+#pragma once
+
+#include "sim/program.hpp"
+#include "strategies/labels.hpp"
+#include "strategies/layout.hpp"
+
+namespace cuboid {
+
+// Adds the tensor, data and pipeline groups of `layout` to `program` and one RankProgram per
+// GPU (rank r runs the OpList of its stage).
+void build_groups(sim::Program& program, const Layout& layout, const Labels& labels);
+
+// The stage after / before `stage` in the flow of activations, -1 when none. With virtual
+// stages the last stage feeds the first (chunk c+1), so the pipeline is a ring.
+int next_stage(const Layout& l, int stage);
+int prev_stage(const Layout& l, int stage);
+
+}  // namespace cuboid

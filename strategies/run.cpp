@@ -1,0 +1,39 @@
+#include "strategies/run.hpp"
+
+#include <chrono>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/run_figures.hpp"
+
+namespace cuboid {
+
+RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
+    const Layout layout = validate_plan(sc);
+    std::shared_ptr<const hw::Hardware> hardware =
+        options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
+    const sim::Program program = build_program(sc, layout);
+    const sim::ProgramCosts costs = hardware->price(program);
+    const auto planner = hardware->make_planner(program);
+
+    const auto start = std::chrono::steady_clock::now();
+    const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, options.observers);
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+
+    RunResult r;
+    r.scenario = sc.name;
+    r.gpus = layout.gpus();
+    r.iteration_time_s = to_seconds(sim.makespan);
+    r.hardware_flops_per_iteration = program_gemm_flops(program);
+    fill_rates(r, sc, hardware->gpu());
+    fill_memory(r, program, hardware->gpu());
+    r.critical_rank = critical_rank(sim);
+    if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
+    r.sim_events = sim.events;
+    r.sim_wall_s = wall.count();
+    r.fingerprint = sim.fingerprint;
+    return r;
+}
+
+}  // namespace cuboid

@@ -1,0 +1,56 @@
+#include "strategies/run_figures.hpp"
+
+#include <algorithm>
+
+#include "sim/memory.hpp"
+#include "strategies/model_math.hpp"
+
+namespace cuboid {
+
+std::uint32_t critical_rank(const sim::SimResult& sim) {
+    std::uint32_t best = 0;
+    for (std::uint32_t r = 1; r < sim.ranks.size(); ++r)
+        if (sim.ranks[r].finish > sim.ranks[best].finish) best = r;
+    return best;
+}
+
+Breakdown breakdown_seconds(const sim::RankBreakdown& b) {
+    Breakdown out;
+    out.compute_s = to_seconds(b.compute);
+    out.recompute_s = to_seconds(b.recompute);
+    out.tp_comm_exposed_s = to_seconds(b.tensor_comm_exposed);
+    out.pp_comm_exposed_s = to_seconds(b.pipeline_comm_exposed);
+    out.dp_comm_exposed_s = to_seconds(b.data_comm_exposed);
+    out.bubble_s = to_seconds(b.bubble);
+    return out;
+}
+
+void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
+    constexpr double kSecondsPerHour = 3600.0;
+    const double t = r.iteration_time_s;
+    const double tokens = static_cast<double>(sc.training.global_batch) * sc.model.seq_len;
+    r.tokens_per_s = t > 0.0 ? tokens / t : 0.0;
+    r.model_flops_per_iteration = model_flops_per_iteration(sc.model, sc.training.global_batch);
+    const double per_gpu_s = t > 0.0 ? 1.0 / (t * r.gpus) : 0.0;
+    r.model_tflops_per_gpu = r.model_flops_per_iteration * per_gpu_s / 1e12;
+    r.hardware_tflops_per_gpu = r.hardware_flops_per_iteration * per_gpu_s / 1e12;
+    const double peak = gpu.peak(sc.training.precision).value;
+    r.mfu = peak > 0.0 ? r.model_flops_per_iteration * per_gpu_s / peak : 0.0;
+    if (!sc.training.tokens || r.tokens_per_s <= 0.0) return;
+    const double seconds = *sc.training.tokens / r.tokens_per_s;
+    r.time_to_train_s = seconds;
+    if (sc.cost.gpu_hour_usd) r.cost_usd = r.gpus * (seconds / kSecondsPerHour) * *sc.cost.gpu_hour_usd;
+    if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
+}
+
+void fill_memory(RunResult& r, const sim::Program& program, const hw::GpuSpec& gpu) {
+    r.stage_peak_memory_bytes.clear();
+    for (const auto& list : program.op_lists) r.stage_peak_memory_bytes.push_back(sim::peak_memory(list).peak.value);
+    r.peak_memory_bytes = r.stage_peak_memory_bytes.empty()
+                              ? 0.0
+                              : *std::max_element(r.stage_peak_memory_bytes.begin(), r.stage_peak_memory_bytes.end());
+    r.memory_capacity_bytes = gpu.memory_capacity.value;
+    r.fits_in_memory = r.peak_memory_bytes <= r.memory_capacity_bytes;
+}
+
+}  // namespace cuboid

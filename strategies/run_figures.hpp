@@ -1,0 +1,22 @@
+// The figures of the output contract computed from a simulated program.
+#pragma once
+
+#include "hardware_models/gpu_spec.hpp"
+#include "sim/executor.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/run.hpp"
+
+namespace cuboid {
+
+// The rank the breakdown describes: the one that finishes last (lowest index on ties).
+std::uint32_t critical_rank(const sim::SimResult& sim);
+
+Breakdown breakdown_seconds(const sim::RankBreakdown& b);
+
+// Throughput, FLOPs, MFU and the optional time/cost/energy extras from the iteration time.
+void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu);
+
+// Per-stage and overall peak memory against the GPU's capacity.
+void fill_memory(RunResult& r, const sim::Program& program, const hw::GpuSpec& gpu);
+
+}  // namespace cuboid

@@ -1,0 +1,42 @@
+// One pipeline stage's OpList: its schedule of chunk forwards and backwards, the pipeline
+// transfers between them, the data-parallel gradient reduction and the optimizer step.
+#pragma once
+
+#include "sim/program.hpp"
+#include "strategies/layer_ops.hpp"
+#include "strategies/layout.hpp"
+
+namespace cuboid {
+
+struct StagePlan {
+    const Layout* layout = nullptr;
+    int stage = 0;
+    Schedule schedule = Schedule::OneFOneB;
+    LayerContext layer;                 // one layer (all layers are alike)
+    std::size_t ops_per_layer = 64;     // ops (and at most as many deps) of one layer's F + B
+    sim::Precision precision = sim::Precision::Bf16;
+    // Pipeline messages: Megatron's scatter/gather optimisation (Narayanan et al. SC'21 §4.1)
+    // sends 1/t of the b*s*h activation from each tensor rank and all-gathers it over NVLink on
+    // the receiving side; with sequence parallelism the tensor is already split, no gather.
+    double message_bytes = 0.0;
+    bool gather_after_recv = false;
+    // Data parallelism.
+    bool dp_overlap = true;
+    int zero_stage = 0;
+    double layer_params = 0.0;          // per rank
+    double embedding_params = 0.0;      // per rank, first chunk of stage 0
+    double head_params = 0.0;           // per rank, last chunk of the last stage
+    double grad_bytes_per_param = 4.0;
+    double weight_bytes_per_param = 2.0;
+    double optimizer_bytes_per_param = 30.0;  // HBM traffic of the Adam step
+    double bucket_params = 40e6;
+    Bytes resident{0.0};
+};
+
+void build_stage(sim::OpList& list, const StagePlan& plan);
+
+// Megatron's gradient bucket size (DistributedDataParallelConfig.bucket_size default):
+// max(40M, 1M * d) parameters, so that larger data-parallel groups get larger messages.
+double gradient_bucket_params(int data);
+
+}  // namespace cuboid

@@ -1,0 +1,53 @@
+#include "strategies/training_state.hpp"
+
+#include "strategies/model_math.hpp"
+
+namespace cuboid {
+
+StateBytesPerParam state_bytes_per_param(sim::Precision p) {
+    switch (p) {
+        case sim::Precision::Fp32:
+        case sim::Precision::Tf32: return {4.0, 4.0, 8.0};
+        case sim::Precision::Fp16: return {2.0, 2.0, 16.0};
+        case sim::Precision::Bf16:
+        case sim::Precision::Fp8: return {2.0, 4.0, 12.0};
+    }
+    return {2.0, 4.0, 12.0};
+}
+
+double optimizer_step_bytes_per_param(sim::Precision p) {
+    const StateBytesPerParam s = state_bytes_per_param(p);
+    const bool mixed = !(p == sim::Precision::Fp32 || p == sim::Precision::Tf32);
+    const double moments = 2.0 * 8.0;                // read + write m and v (fp32)
+    const double main_weight = 2.0 * 4.0;            // read + write the fp32 weight
+    return s.grad + moments + main_weight + (mixed ? s.weight : 0.0);
+}
+
+double embedding_parameters_per_rank(const ModelSpec& m, int t) {
+    const double vh = static_cast<double>(m.vocab) * m.hidden;
+    return vh / t + (embedding_parameter_count(m) - vh);  // word rows split, positions replicated
+}
+
+double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline) {
+    const double vh = static_cast<double>(m.vocab) * m.hidden;
+    const bool output_matrix = m.swiglu || pipeline > 1;  // untied, or the tied copy
+    return (head_parameter_count(m) - (m.swiglu ? vh : 0.0)) + (output_matrix ? vh / t : 0.0);
+}
+
+double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage) {
+    double params = l.layers_on_stage(stage) * layer_parameter_count_per_rank(m, l.tensor);
+    if (stage == 0) params += embedding_parameters_per_rank(m, l.tensor);
+    if (stage == l.pipeline - 1) params += head_parameters_per_rank(m, l.tensor, l.pipeline);
+    return params;
+}
+
+Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data) {
+    const StateBytesPerParam s = state_bytes_per_param(p);
+    const double d = data;
+    const double opt = zero_stage >= 1 ? s.optimizer / d : s.optimizer;
+    const double grad = zero_stage >= 2 ? s.grad / d : s.grad;
+    const double weight = zero_stage >= 3 ? s.weight / d : s.weight;
+    return Bytes(params * (weight + grad + opt));
+}
+
+}  // namespace cuboid

@@ -1,0 +1,42 @@
+// What a rank keeps for the whole iteration: weights, gradients and Adam state of the parameters
+// it holds, sharded over data-parallel replicas by ZeRO.
+//
+// Bytes per parameter follow Megatron-LM's mixed-precision Adam (its distributed-optimizer
+// documentation, table of bytes per parameter): fp16 weights and grads with fp32 main weights,
+// main grads and moments = 20; bf16 weights with fp32 grads, fp32 main weights and moments = 18;
+// fp32 everything = 16. The often quoted 16 bytes (ZeRO paper, Rajbhandari et al. 2020: 2+2+12)
+// is the fp16 case without Megatron's fp32 main-gradient copy.
+#pragma once
+
+#include "sim/program.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid {
+
+struct StateBytesPerParam {
+    double weight = 2.0;     // the working copy the GEMMs read
+    double grad = 4.0;       // the gradient buffer that is reduced across data parallelism
+    double optimizer = 12.0; // fp32 main weights (mixed precision) + Adam moments (+ fp32 grad copy for fp16)
+    double total() const { return weight + grad + optimizer; }
+};
+
+StateBytesPerParam state_bytes_per_param(sim::Precision p);
+
+// HBM bytes one Adam step moves per parameter of the local shard: read the gradient, read and
+// write both moments and the fp32 main weight, write the working copy (mixed precision).
+// bf16: 4 + 16 + 8 + 2 = 30.
+double optimizer_step_bytes_per_param(sim::Precision p);
+
+// Parameters one rank of `stage` holds: its layers split over t, the vocabulary-parallel word
+// embedding (+ learned positions) on the first stage, the final norm and output matrix on the
+// last (for a tied GPT embedding Megatron keeps a copy there when p > 1).
+double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage);
+double embedding_parameters_per_rank(const ModelSpec& m, int t);
+double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline);
+
+// Resident bytes: params * (weight + grad + optimizer), with optimizer state (ZeRO >= 1),
+// gradients (>= 2) and weights (3) divided over the d data-parallel replicas.
+Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data);
+
+}  // namespace cuboid

@@ -1,0 +1,164 @@
+// The command line in process: exit codes, messages on the error stream, the list topics, and
+// errors found by the plan validation pointing back at the file or the --set.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/cli/cli_main.hpp"
+#include "strategies/cli/list_command.hpp"
+#include "tests/cli/loader_fixtures.hpp"
+
+using namespace cuboid::cli;
+using namespace cuboid::cli::test;
+
+namespace {
+
+struct Outcome {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+Outcome run_cli(const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    Outcome o;
+    o.code = cuboid_main(args, out, err);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+}
+
+const std::string kDefault = std::string(CUBOID_SOURCE_DIR) + "/scenarios/default.yaml";
+
+// The (1-based) line of the first line of `file` that starts with `prefix`.
+int line_of(const std::string& file, const std::string& prefix) {
+    std::ifstream in(file);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (line.rfind(prefix, 0) == 0) return n;
+    FAIL("no line starting with '" << prefix << "' in " << file);
+    return 0;
+}
+
+// Small enough to simulate in milliseconds: 4 nodes, tensor 8 x pipeline 2 x data 2.
+const std::vector<std::string> kSmall{"--set", "cluster.nodes=4", "--set", "parallel.data=2",
+                                      "--set", "training.global_batch=64"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("help and version exit 0", "[cli][main]") {
+    CHECK(run_cli({"--help"}).code == 0);
+    CHECK(contains(run_cli({"--help"}).out, "cuboid run SCENARIO.yaml"));
+    const auto v = run_cli({"--version"});
+    CHECK(v.code == 0);
+    CHECK(contains(v.out, "cuboid " CUBOID_VERSION_TEXT));
+}
+
+TEST_CASE("every list topic prints something; an unknown one is bad input", "[cli][main]") {
+    for (const auto& topic : list_topics()) {
+        const auto o = run_cli({"list", topic});
+        INFO(topic);
+        CHECK(o.code == 0);
+        CHECK_FALSE(o.out.empty());
+    }
+    CHECK(contains(run_cli({"list", "gpus"}).out, "a100-sxm-80gb"));
+    CHECK(contains(run_cli({"list", "schedules"}).out, "not yet supported"));
+    const auto bad = run_cli({"list", "gpu"});
+    CHECK(bad.code == 2);
+    CHECK(contains(bad.err, "did you mean 'gpus'?"));
+}
+
+TEST_CASE("later commands say they are not implemented, with exit 2", "[cli][main]") {
+    for (const char* command : {"sweep", "search", "whatif"}) {
+        const auto o = run_cli({command, kDefault});
+        CHECK(o.code == 2);
+        CHECK(contains(o.err, "not implemented yet"));
+        CHECK(o.out.empty());
+    }
+}
+
+TEST_CASE("usage errors exit 2 with a message", "[cli][main]") {
+    CHECK(run_cli({}).code == 2);
+    const auto unknown = run_cli({"rnu", kDefault});
+    CHECK(unknown.code == 2);
+    CHECK(contains(unknown.err, "did you mean 'run'?"));
+    CHECK(run_cli({"run"}).code == 2);
+    CHECK(run_cli({"run", kDefault, "--no-such-option"}).code == 2);
+}
+
+TEST_CASE("run: a missing file and a bad --set are bad input naming where", "[cli][main]") {
+    const auto missing = run_cli({"run", "no-such.yaml"});
+    CHECK(missing.code == 2);
+    CHECK(contains(missing.err, "no-such.yaml"));
+    const auto bad_set = run_cli({"run", kDefault, "--set", "parallel.tensor=eight"});
+    CHECK(bad_set.code == 2);
+    CHECK(contains(bad_set.err, "--set: 'parallel.tensor': expected an integer, got 'eight'"));
+    const auto unknown_set = run_cli({"run", kDefault, "--set", "cluster.node=2"});
+    CHECK(unknown_set.code == 2);
+    CHECK(contains(unknown_set.err, "did you mean 'cluster.nodes'?"));
+}
+
+TEST_CASE("run: degrees that do not multiply to the GPU count point at the key", "[cli][main]") {
+    // default.yaml has 64 nodes x 8 GPUs and t=8 p=2 d=32; with t=4, t*p*d = 256 != 512. The
+    // data degree written in the file is the inconsistent one: its line is reported.
+    const auto file = run_cli({"run", kDefault, "--set", "parallel.tensor=4"});
+    CHECK(file.code == 2);
+    CHECK(contains(file.err, kDefault + ":" + std::to_string(line_of(kDefault, "  data:"))));
+    CHECK(contains(file.err, "'parallel.data'"));
+    CHECK(file.out.empty());
+    // Given with --set, the same inconsistency points at --set.
+    const auto set = run_cli({"run", kDefault, "--set", "parallel.data=16"});
+    CHECK(set.code == 2);
+    CHECK(contains(set.err, "--set: 'parallel.data'"));
+}
+
+TEST_CASE("run: a plan that does not fit exits 3 and still prints the result", "[cli][main]") {
+    // No recomputation and 16 sequences per micro-batch: activations of 16 x 2048 tokens per
+    // layer far exceed an 80 GiB GPU for a 39B model split 8 x 2.
+    const auto o = run_cli(with({"run", kDefault, "--json", "-", "--set", "parallel.recompute=none", "--set",
+                                "training.micro_batch=16"},
+                               kSmall));
+    REQUIRE(o.code == 3);
+    const auto j = nlohmann::json::parse(o.out);
+    CHECK_FALSE(j.at("fits_in_memory").get<bool>());
+    CHECK(j.at("peak_memory_bytes").get<double>() > j.at("memory_capacity_bytes").get<double>());
+    CHECK(contains(o.err, "does not fit"));
+}
+
+TEST_CASE("run: --json - leaves only JSON on stdout; --quiet none at all", "[cli][main]") {
+    const auto j = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
+    REQUIRE(j.code == 0);
+    CHECK_NOTHROW(nlohmann::json::parse(j.out));
+    const auto q = run_cli(with({"run", kDefault, "--quiet"}, kSmall));
+    CHECK(q.code == 0);
+    CHECK(q.out.empty());
+    const auto report = run_cli(with({"run", kDefault}, kSmall));
+    CHECK(contains(report.out, "MFU"));
+    CHECK(contains(report.out, "bubble"));
+}
+
+TEST_CASE("run: --trace writes a Trace Event JSON document", "[cli][main]") {
+    const auto path = std::filesystem::temp_directory_path() / "cuboid_cli_test.trace.json";
+    const auto o = run_cli(with({"run", kDefault, "--quiet", "--trace", path.string()}, kSmall));
+    REQUIRE(o.code == 0);
+    std::ifstream in(path);
+    const auto trace = nlohmann::json::parse(in);
+    REQUIRE(trace.contains("traceEvents"));
+    // One process per GPU: 4 nodes x 8 GPUs = 32 ranks, each named by a metadata event.
+    int process_names = 0;
+    for (const auto& e : trace["traceEvents"])
+        if (e.value("ph", "") == "M" && e.value("name", "") == "process_name") ++process_names;
+    CHECK(process_names == 32);
+    std::filesystem::remove(path);
+    const auto bad = run_cli(with({"run", kDefault, "--trace", "/no/such/dir/t.json"}, kSmall));
+    CHECK(bad.code == 2);
+    CHECK(contains(bad.err, "/no/such/dir/t.json"));
+}

@@ -1,0 +1,78 @@
+// --set: the same checks as the file, errors located at "--set" with the key as given.
+#include <catch2/catch.hpp>
+
+#include "strategies/cli/overrides.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "tests/cli/loader_fixtures.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cli;
+using namespace cuboid::cli::test;
+
+namespace {
+Scenario base() {
+    return load_scenario_text("model:\n  preset: tiny\n  hidden: 512\nparallel:\n  tensor: 2\n", "t.yaml", ".",
+                              fake_names());
+}
+}  // namespace
+
+TEST_CASE("--set overrides the file's value by dotted key", "[cli][set]") {
+    Scenario s = base();
+    const std::vector<std::string> sets{"parallel.tensor=8", "cluster.nodes=16", "parallel.schedule=interleaved",
+                                        "training.tokens=1e12"};
+    const auto keys = apply_overrides(s, sets, fake_names());
+    CHECK(keys == std::vector<std::string>{"parallel.tensor", "cluster.nodes", "parallel.schedule", "training.tokens"});
+    CHECK(s.parallel.tensor == 8);
+    CHECK(s.cluster.nodes == 16);
+    CHECK(s.parallel.schedule == Schedule::Interleaved);
+    CHECK(s.training.tokens == Approx(1e12));
+}
+
+TEST_CASE("a --set preset is applied before the other --set model keys", "[cli][set]") {
+    Scenario s = base();
+    // Written after model.layers, the preset still comes first; so layers=7 survives, while the
+    // file's hidden=512 is replaced by the preset's 256 (a preset set on the command line
+    // replaces the whole model).
+    const std::vector<std::string> sets{"model.layers=7", "model.preset=tiny"};
+    apply_overrides(s, sets, fake_names());
+    CHECK(s.model.layers == 7);
+    CHECK(s.model.hidden == 256);
+}
+
+TEST_CASE("--set with an unknown key lists the section's keys", "[cli][set]") {
+    Scenario s = base();
+    const std::vector<std::string> sets{"parallel.tensr=8"};
+    const auto e = input_error_of([&] { apply_overrides(s, sets, fake_names()); });
+    check_located(e, "--set", 0, "parallel.tensr");
+    CHECK(contains(e.what(), "did you mean 'parallel.tensor'?"));
+    CHECK(contains(e.what(), "parallel.pipeline"));
+    CHECK_FALSE(contains(e.what(), "cluster.nodes"));  // only the section the user aimed at
+    const std::vector<std::string> other{"bogus=1"};
+    const auto all = input_error_of([&] { apply_overrides(s, other, fake_names()); });
+    check_located(all, "--set", 0, "bogus");
+    CHECK(contains(all.what(), "cluster.nodes"));
+}
+
+TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
+    Scenario s = base();
+    const auto check = [&](const std::string& assignment, const std::string& key, const std::string& says) {
+        const std::vector<std::string> sets{assignment};
+        const auto e = input_error_of([&] { apply_overrides(s, sets, fake_names()); });
+        check_located(e, "--set", 0, key);
+        CHECK(contains(e.what(), says));
+    };
+    check("parallel.tensor=abc", "parallel.tensor", "expected an integer, got 'abc'");
+    check("parallel.tensor=0", "parallel.tensor", "must be >= 1");
+    check("parallel.recompute=some", "parallel.recompute", "none, full, selective, stage-aware");
+    check("model.preset=huge", "model.preset", "known: tiny");
+    check("sweep=1", "sweep", "cannot be set with --set");
+}
+
+TEST_CASE("--set without '=' is an error naming the form", "[cli][set]") {
+    const auto e = input_error_of([] { parse_override("parallel.tensor"); });
+    CHECK(e.where().file == "--set");
+    CHECK(contains(e.what(), "KEY=VALUE"));
+    const auto o = parse_override(" parallel.tensor = 4 ");
+    CHECK(o.key == "parallel.tensor");
+    CHECK(o.value == "4");
+}

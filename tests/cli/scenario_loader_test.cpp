@@ -1,0 +1,204 @@
+// Every error path of the scenario loader names the file, the line and the key, and says what
+// is allowed; a valid file fills the Scenario with preset-then-override precedence.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "strategies/cli/scenario_loader.hpp"
+#include "tests/cli/loader_fixtures.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cli;
+using namespace cuboid::cli::test;
+
+namespace {
+
+Scenario load(const std::string& text) { return load_scenario_text(text, "t.yaml", ".", fake_names()); }
+
+InputError load_error(const std::string& text) {
+    return input_error_of([&] { load(text); });
+}
+
+// Line numbers below count the lines of the literal, starting at 1 on the first key.
+const std::string kValid =
+    "name: small\n"                   // 1
+    "model:\n"                        // 2
+    "  hidden: 512\n"                 // 3: before the preset in the file, still wins over it
+    "  preset: tiny\n"                // 4
+    "cluster:\n"                      // 5
+    "  nodes: 2\n"                    // 6
+    "  inter_node:\n"                 // 7
+    "    nic_gbps: 400\n"             // 8
+    "    oversubscription: 2\n"       // 9
+    "training:\n"                     // 10
+    "  global_batch: 64\n"            // 11
+    "  tokens: 300e9\n"               // 12
+    "  precision: fp16\n"             // 13
+    "parallel:\n"                     // 14
+    "  tensor: 8\n"                   // 15
+    "  schedule: interleaved\n"       // 16
+    "  dp_overlap: false\n"           // 17
+    "sweep:\n"                        // 18
+    "  parallel.pipeline: [1, 2]\n";  // 19
+
+}  // namespace
+
+TEST_CASE("a valid file fills every key it names and records their lines", "[cli][loader]") {
+    const Scenario s = load(kValid);
+    CHECK(s.name == "small");
+    CHECK(s.model.preset == "tiny");
+    CHECK(s.model.hidden == 512);  // explicit key beats the preset's 256
+    CHECK(s.model.layers == 4);    // from the preset
+    CHECK(s.cluster.nodes == 2);
+    CHECK(s.cluster.nic_gbps == 400.0);
+    CHECK(s.cluster.oversubscription == 2.0);
+    CHECK(s.training.tokens == Approx(3e11));
+    CHECK(s.training.precision == sim::Precision::Fp16);
+    CHECK(s.parallel.tensor == 8);
+    CHECK(s.parallel.data == 0);  // absent: derived later from the GPU count
+    CHECK(s.parallel.schedule == Schedule::Interleaved);
+    CHECK_FALSE(s.parallel.dp_overlap);
+    REQUIRE(s.sweep.size() == 1);
+    CHECK(s.sweep[0].first == "parallel.pipeline");
+    CHECK(s.sweep[0].second == std::vector<std::string>{"1", "2"});
+    CHECK(s.key_lines.at("model.hidden") == 3);
+    CHECK(s.key_lines.at("cluster.inter_node.oversubscription") == 9);
+    CHECK(s.key_lines.at("parallel.schedule") == 16);
+    CHECK_NOTHROW(check_complete(s));
+}
+
+TEST_CASE("the name defaults to the file's stem", "[cli][loader]") {
+    const Scenario s = load_scenario_text("model:\n  preset: tiny\n", "dir/my-run.yaml", "dir", fake_names());
+    CHECK(s.name == "my-run");
+}
+
+TEST_CASE("a missing file is reported with its path", "[cli][loader]") {
+    const auto e = input_error_of([] { load_scenario_file("no/such/file.yaml", fake_names()); });
+    CHECK(e.where().file == "no/such/file.yaml");
+    CHECK(contains(e.what(), "cannot open"));
+}
+
+TEST_CASE("a YAML syntax error carries yaml-cpp's line", "[cli][loader]") {
+    // Line 3 opens a flow sequence that never closes; yaml-cpp reports the line it stopped at.
+    const auto e = load_error("model:\n  layers: 4\n  hidden: [1, 2\ntraining:\n  global_batch: 8\n");
+    CHECK(e.where().file == "t.yaml");
+    CHECK(e.where().line >= 3);
+    CHECK(contains(e.what(), "YAML syntax error"));
+}
+
+TEST_CASE("an unknown key lists the section's keys and suggests the nearest", "[cli][loader]") {
+    const auto e = load_error("parallel:\n  tensor: 2\n  pipline: 2\n");
+    check_located(e, "t.yaml", 3, "parallel.pipline");
+    CHECK(contains(e.what(), "allowed: tensor, pipeline, data"));
+    CHECK(contains(e.what(), "did you mean 'pipeline'?"));
+}
+
+TEST_CASE("an unknown top-level section lists the sections", "[cli][loader]") {
+    const auto e = load_error("name: x\nclustre:\n  nodes: 2\n");
+    check_located(e, "t.yaml", 2, "clustre");
+    CHECK(contains(e.what(), "did you mean 'cluster'?"));
+    CHECK(contains(e.what(), "model, cluster, training, parallel, cost, sweep"));
+}
+
+TEST_CASE("a value of the wrong type says what was expected", "[cli][loader]") {
+    const auto e = load_error("parallel:\n  tensor: abc\n");
+    check_located(e, "t.yaml", 2, "parallel.tensor");
+    CHECK(contains(e.what(), "expected an integer, got 'abc'"));
+    const auto b = load_error("parallel:\n  dp_overlap: maybe\n");
+    check_located(b, "t.yaml", 2, "parallel.dp_overlap");
+    CHECK(contains(b.what(), "expected true or false"));
+    const auto m = load_error("parallel:\n  tensor: [1, 2]\n");
+    check_located(m, "t.yaml", 2, "parallel.tensor");
+    CHECK(contains(m.what(), "got a list"));
+    const auto s = load_error("model: gpt\n");
+    check_located(s, "t.yaml", 1, "model");
+    CHECK(contains(s.what(), "expected a map"));
+}
+
+TEST_CASE("values out of range name the bound", "[cli][loader]") {
+    check_located(load_error("parallel:\n  tensor: 0\n"), "t.yaml", 2, "parallel.tensor");
+    CHECK(contains(load_error("parallel:\n  tensor: 0\n").what(), "must be >= 1, got 0"));
+    const auto o = load_error("cluster:\n  inter_node:\n    oversubscription: 0.5\n");
+    check_located(o, "t.yaml", 3, "cluster.inter_node.oversubscription");
+    CHECK(contains(o.what(), "must be >= 1"));
+    const auto mb = load_error("training:\n  micro_batch: -2\n");
+    check_located(mb, "t.yaml", 2, "training.micro_batch");
+    const auto z = load_error("parallel:\n  zero_stage: 4\n");
+    check_located(z, "t.yaml", 2, "parallel.zero_stage");
+    CHECK(contains(z.what(), "between 0 and 3"));
+    const auto t = load_error("training:\n  tokens: -1e9\n");
+    check_located(t, "t.yaml", 2, "training.tokens");
+}
+
+TEST_CASE("an unknown enumerated name lists the allowed names", "[cli][loader]") {
+    const auto p = load_error("training:\n  precision: fp12\n");
+    check_located(p, "t.yaml", 2, "training.precision");
+    CHECK(contains(p.what(), "fp32, tf32, fp16, bf16, fp8"));
+    const auto s = load_error("parallel:\n  schedule: 1f2b\n");
+    check_located(s, "t.yaml", 2, "parallel.schedule");
+    CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path"));
+    CHECK(contains(s.what(), "did you mean '1f1b'?"));
+    const auto n = load_error("cluster:\n  inter_node:\n    topology: torus\n");
+    check_located(n, "t.yaml", 3, "cluster.inter_node.topology");
+    CHECK(contains(n.what(), "fat-tree, rail-optimized, single-switch"));
+}
+
+TEST_CASE("an unknown preset or GPU gets the location of the key", "[cli][loader]") {
+    const auto p = load_error("name: x\nmodel:\n  preset: huge\n");
+    check_located(p, "t.yaml", 3, "model.preset");
+    CHECK(contains(p.what(), "known: tiny"));
+    CHECK(load("cluster:\n  gpu: a100\n").cluster.gpu == "a100-sxm-80gb");  // alias -> catalog name
+    const auto g = load_error("cluster:\n  gpu: a1000\n");
+    check_located(g, "t.yaml", 2, "cluster.gpu");
+    CHECK(contains(g.what(), "known: a100-sxm-80gb"));
+}
+
+TEST_CASE("a duplicate key is an error naming the first line", "[cli][loader]") {
+    const auto e = load_error("parallel:\n  tensor: 2\n  tensor: 4\n");
+    check_located(e, "t.yaml", 3, "parallel.tensor");
+    CHECK(contains(e.what(), "line 2"));
+}
+
+TEST_CASE("sweep axes must be known keys with non-empty lists of valid values", "[cli][loader]") {
+    const auto k = load_error("sweep:\n  parallel.tensr: [1, 2]\n");
+    check_located(k, "t.yaml", 2, "sweep.parallel.tensr");
+    CHECK(contains(k.what(), "did you mean 'parallel.tensor'?"));
+    const auto empty = load_error("sweep:\n  parallel.tensor: []\n");
+    check_located(empty, "t.yaml", 2, "sweep.parallel.tensor");
+    CHECK(contains(empty.what(), "non-empty list"));
+    const auto bad = load_error("sweep:\n  parallel.tensor:\n    - 1\n    - two\n");
+    check_located(bad, "t.yaml", 4, "sweep.parallel.tensor");
+    CHECK(contains(bad.what(), "expected an integer, got 'two'"));
+}
+
+TEST_CASE("missing model dimensions or batch are reported after loading", "[cli][loader]") {
+    const Scenario s = load("model:\n  layers: 2\ntraining:\n  micro_batch: 1\n");
+    const auto e = input_error_of([&] { check_complete(s); });
+    // The hidden size is absent: the error points at the model section (line 1).
+    check_located(e, "t.yaml", 1, "model.hidden");
+    CHECK(contains(e.what(), "model.preset"));
+    Scenario with_model = load("model:\n  preset: tiny\ntraining:\n  micro_batch: 1\n");
+    check_located(input_error_of([&] { check_complete(with_model); }), "t.yaml", 3, "training.global_batch");
+}
+
+TEST_CASE("a profile path is taken from the scenario's folder and must exist", "[cli][loader]") {
+    const auto dir = std::filesystem::temp_directory_path() / "cuboid_cli_profile_test";
+    std::filesystem::create_directories(dir / "profiles");
+    std::ofstream(dir / "profiles" / "p.yaml") << "gpu: a100-sxm-80gb\n";
+    std::ofstream(dir / "s.yaml") << "cluster:\n  profile: profiles/p.yaml\n";
+    const Scenario s = load_scenario_file((dir / "s.yaml").string(), fake_names());
+    REQUIRE(s.cluster.profile);
+    CHECK(std::filesystem::equivalent(*s.cluster.profile, dir / "profiles" / "p.yaml"));
+    const auto e = load_error("cluster:\n  profile: profiles/none.yaml\n");
+    check_located(e, "t.yaml", 2, "cluster.profile");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a file with several YAML documents is an error", "[cli][loader]") {
+    // The second document starts on line 3, after the '---' separator.
+    const auto e = load_error("name: a\n---\nname: b\n");
+    CHECK(e.where().file == "t.yaml");
+    CHECK(e.where().line == 3);
+    CHECK(contains(e.what(), "2 YAML documents"));
+}

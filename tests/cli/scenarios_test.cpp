@@ -1,0 +1,80 @@
+// Every scenario shipped in scenarios/ loads with the real catalogs, is complete, and has a
+// plan the strategies accept.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/layout.hpp"
+
+using namespace cuboid;
+
+TEST_CASE("every scenario in scenarios/ loads and validates", "[cli][scenarios]") {
+    const auto names = cli::builtin_name_resolvers();
+    int count = 0;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(std::filesystem::path(CUBOID_SOURCE_DIR) / "scenarios")) {
+        if (entry.path().extension() != ".yaml") continue;
+        INFO(entry.path().string());
+        const Scenario s = cli::load_scenario_file(entry.path().string(), names);
+        CHECK_NOTHROW(cli::check_complete(s));
+        CHECK_NOTHROW(validate_plan(s));
+        ++count;
+    }
+    // default.yaml, the contract's example and the ten rows of Megatron SC'21 Table 1.
+    CHECK(count >= 12);
+}
+
+TEST_CASE("the Megatron SC'21 scenarios use the interleaved schedule exactly where the script gives "
+          "layers per virtual stage",
+          "[cli][scenarios]") {
+    const auto names = cli::builtin_name_resolvers();
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(CUBOID_SOURCE_DIR) /
+                                                                 "scenarios" / "megatron_sc21")) {
+        INFO(entry.path().string());
+        const Scenario s = cli::load_scenario_file(entry.path().string(), names);
+        // virtual_stages = layers / (pipeline * layers_per_virtual_stage) is a whole number of
+        // chunks, each the same number of layers.
+        CHECK(s.model.layers % (s.parallel.pipeline * s.parallel.virtual_stages) == 0);
+        CHECK((s.parallel.schedule == Schedule::Interleaved) == (s.parallel.virtual_stages > 1));
+        // Selene: tensor x pipeline x data covers every GPU of the 8-GPU nodes.
+        CHECK(s.parallel.tensor * s.parallel.pipeline * s.parallel.data == s.cluster.nodes * 8);
+        CHECK(s.parallel.recompute == Recompute::Full);
+    }
+}
+
+TEST_CASE("docs/scenario.md documents every scenario key", "[cli][docs]") {
+    std::ifstream in(std::filesystem::path(CUBOID_SOURCE_DIR) / "docs" / "scenario.md");
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE_FALSE(doc.empty());
+    for (const auto& key : cli::scenario_keys()) {
+        INFO(key.key);
+        CHECK(doc.find("`" + std::string(key.key) + "`") != std::string::npos);
+    }
+}
+
+TEST_CASE("unknown presets and GPUs of the real catalogs are located at their key", "[cli][scenarios]") {
+    const auto names = cli::builtin_name_resolvers();
+    try {
+        cli::load_scenario_text("name: x\nmodel:\n  preset: gpt-40b\n", "s.yaml", ".", names);
+        FAIL("an unknown preset must be an error");
+    } catch (const InputError& e) {
+        // Line 3 holds the preset; the message lists the known presets.
+        CHECK(e.where().file == "s.yaml");
+        CHECK(e.where().line == 3);
+        CHECK(e.where().key == "model.preset");
+        CHECK(std::string(e.what()).find("gpt-39.1b") != std::string::npos);
+    }
+    try {
+        cli::load_scenario_text("cluster:\n  gpu: a100-sxm-81gb\n", "s.yaml", ".", names);
+        FAIL("an unknown GPU must be an error");
+    } catch (const InputError& e) {
+        CHECK(e.where().line == 2);
+        CHECK(e.where().key == "cluster.gpu");
+        CHECK(std::string(e.what()).find("a100-sxm-80gb") != std::string::npos);
+    }
+    // An alias resolves to the catalog's name.
+    CHECK(cli::load_scenario_text("cluster:\n  gpu: a100\n", "s.yaml", ".", names).cluster.gpu == "a100-sxm-80gb");
+}

@@ -1,0 +1,106 @@
+// Small programs, a table planner and a recording observer for the sim tests.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/executor.hpp"
+#include "sim/observer.hpp"
+#include "sim/program.hpp"
+#include "sim/transfer.hpp"
+
+namespace cuboid::sim::test {
+
+// Builds a Program and its costs op by op.
+struct TestProgram {
+    Program program;
+    ProgramCosts costs;
+
+    std::uint32_t add_list() {
+        program.op_lists.emplace_back();
+        costs.durations.emplace_back();
+        return static_cast<std::uint32_t>(program.op_lists.size() - 1);
+    }
+    std::uint32_t compute(std::uint32_t list, const std::string& label, Time duration, StreamId stream = 0,
+                          OpCategory category = OpCategory::Compute, std::initializer_list<std::uint32_t> deps = {}) {
+        Op op;
+        op.kind = OpKind::Gemm;
+        op.category = category;
+        op.stream = stream;
+        op.label = program.intern(label);
+        costs.durations[list].push_back(duration);
+        return OpListBuilder(program.op_lists[list]).add(op, deps);
+    }
+    std::uint32_t comm(std::uint32_t list, OpKind kind, const std::string& label, std::uint16_t slot, Bytes bytes,
+                       StreamId stream, OpCategory category, std::initializer_list<std::uint32_t> deps = {}) {
+        Op op;
+        op.kind = kind;
+        op.category = category;
+        op.stream = stream;
+        op.group_slot = slot;
+        op.bytes = bytes;
+        op.label = program.intern(label);
+        costs.durations[list].push_back(Time(0));
+        return OpListBuilder(program.op_lists[list]).add(op, deps);
+    }
+    std::uint32_t group(std::vector<std::uint32_t> ranks, const std::string& label) {
+        program.groups.push_back(Group{std::move(ranks), program.intern(label)});
+        return static_cast<std::uint32_t>(program.groups.size() - 1);
+    }
+    void rank(std::uint32_t list, std::vector<std::uint32_t> groups = {}) {
+        program.ranks.push_back(RankProgram{list, std::move(groups)});
+    }
+};
+
+// One fixed plan per group; remembers every request.
+class TablePlanner : public TransferPlanner {
+public:
+    std::map<std::uint32_t, TransferPlan> plans;
+    std::vector<TransferRequest> requests;
+
+    const TransferPlan& plan(const TransferRequest& request) override {
+        requests.push_back(request);
+        return plans.at(request.group);
+    }
+};
+
+// A plan of one phase: `latency`, then one flow of `bytes` over `links` (weight 1 each).
+inline TransferPlan one_flow_plan(Time latency, Bytes bytes, std::vector<LinkId> links) {
+    Flow flow;
+    flow.bytes = bytes;
+    for (const LinkId l : links) flow.links.push_back({l, 1.0});
+    TransferPlan plan;
+    plan.phases.push_back(TransferPhase{latency, {flow}});
+    return plan;
+}
+
+// Everything the executor reports, by (rank, op).
+struct Recorder : SimObserver {
+    struct Times {
+        Time posted{-1}, started{-1}, finished{-1};
+        int starts = 0, finishes = 0;
+    };
+    std::map<std::pair<std::uint32_t, std::uint32_t>, Times> ops;
+
+    void compute_started(std::uint32_t r, std::uint32_t op, Time t) override { note(r, op).started = t, ++note(r, op).starts; }
+    void compute_finished(std::uint32_t r, std::uint32_t op, Time t) override {
+        note(r, op).finished = t, ++note(r, op).finishes;
+    }
+    void comm_posted(std::uint32_t r, std::uint32_t op, Time t) override { note(r, op).posted = t; }
+    void comm_started(std::uint32_t r, std::uint32_t op, Time t) override { note(r, op).started = t, ++note(r, op).starts; }
+    void comm_finished(std::uint32_t r, std::uint32_t op, Time t) override {
+        note(r, op).finished = t, ++note(r, op).finishes;
+    }
+    Times& note(std::uint32_t r, std::uint32_t op) { return ops[{r, op}]; }
+    const Times& at(std::uint32_t r, std::uint32_t op) const { return ops.at({r, op}); }
+};
+
+inline Time sum(const RankBreakdown& b) {
+    return b.compute + b.recompute + b.tensor_comm_exposed + b.pipeline_comm_exposed + b.data_comm_exposed + b.bubble;
+}
+
+}  // namespace cuboid::sim::test

@@ -1,0 +1,180 @@
+#include <catch2/catch.hpp>
+
+#include "sim/executor.hpp"
+#include "sim_test_support.hpp"
+
+using namespace cuboid;
+using namespace cuboid::sim;
+using namespace cuboid::sim::test;
+
+namespace {
+
+SimResult run(const TestProgram& p, TablePlanner& planner, std::span<const Link> links, Recorder& rec, bool merge) {
+    SimObserver* observers[] = {&rec};
+    return simulate(p.program, p.costs, links, planner, observers, SimOptions{merge});
+}
+
+}  // namespace
+
+TEST_CASE("ops of a stream run in issue order without overlap; streams overlap", "[sim][executor]") {
+    const bool merge = GENERATE(false, true);
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    const auto l = p.add_list();
+    const auto a = p.compute(l, "a", us * 3);
+    const auto b = p.compute(l, "b", us * 5);
+    const auto c = p.compute(l, "c", us * 2);
+    const auto d = p.compute(l, "d", us * 4, 1);
+    const auto e = p.compute(l, "e", us * 1, 1, OpCategory::Compute, {b});
+    const auto f = p.compute(l, "f", us * 1, 0, OpCategory::Compute, {e});
+    p.rank(l);
+    TablePlanner planner;
+    Recorder rec;
+    const SimResult r = run(p, planner, {}, rec, merge);
+
+    // Stream 0 back to back: a [0,3], b [3,8], c [8,10]; f waits for e (below) and c: [10,11].
+    CHECK(rec.at(0, a).started == Time(0));
+    CHECK(rec.at(0, b).started == us * 3);
+    CHECK(rec.at(0, c).started == us * 8);
+    CHECK(rec.at(0, c).finished == us * 10);
+    // Stream 1 runs beside it: d [0,4] overlaps a and b; e needs b (ends at 8): [8,9].
+    CHECK(rec.at(0, d).started == Time(0));
+    CHECK(rec.at(0, d).finished == us * 4);
+    CHECK(rec.at(0, e).started == us * 8);
+    CHECK(rec.at(0, f).started == us * 10);
+    CHECK(r.makespan == us * 11);
+    for (const auto& [key, t] : rec.ops) {
+        CHECK(t.starts == 1);
+        CHECK(t.finishes == 1);
+    }
+    // Busy compute stream: 3 + 5 + 2 + 1 = 11 us, no gap.
+    CHECK(r.ranks[0].breakdown.compute == us * 11);
+    CHECK(sum(r.ranks[0].breakdown) == r.ranks[0].finish);
+}
+
+TEST_CASE("a collective starts only when its last member posts it", "[sim][executor]") {
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    const auto g = p.group({0, 1, 2}, "tp");
+    const std::int64_t work[] = {1, 2, 5};  // microseconds of compute before the all-reduce
+    for (int i = 0; i < 3; ++i) {
+        const auto l = p.add_list();
+        const auto c = p.compute(l, "fwd", us * work[i]);
+        p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm, {c});
+        p.rank(l, {g});
+    }
+    // One link of 1 GB/s: 1000 B take 1 us, after a 1 us latency.
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
+    TablePlanner planner;
+    planner.plans[g] = one_flow_plan(us, Bytes(1000.0), {0});
+    Recorder rec;
+    const SimResult r = run(p, planner, links, rec, true);
+
+    // Posted at 1, 2 and 5 us; everyone starts when the slowest posts (5 us) and ends at
+    // 5 + 1 (latency) + 1 (1000 B at 1 GB/s) = 7 us.
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+        CHECK(rec.at(rank, 1).posted == us * work[rank]);
+        CHECK(rec.at(rank, 1).started == us * 5);
+        CHECK(rec.at(rank, 1).finished == us * 7);
+        CHECK(r.ranks[rank].finish == us * 7);
+    }
+    REQUIRE(planner.requests.size() == 1);
+    CHECK(planner.requests[0].kind == OpKind::AllReduce);
+    CHECK(r.flows == 1);
+    // Rank 0: compute 1 us; idle 1..7 us, of which the transfer moved data during 5..7: tensor
+    // comm exposed 2 us, bubble (waiting for rank 2) 4 us.
+    const RankBreakdown& b = r.ranks[0].breakdown;
+    CHECK(b.compute == us * 1);
+    CHECK(b.tensor_comm_exposed == us * 2);
+    CHECK(b.bubble == us * 4);
+    CHECK(sum(b) == r.ranks[0].finish);
+}
+
+TEST_CASE("concurrent transfers of independent groups share a common link", "[sim][executor]") {
+    TestProgram p;
+    const auto l = p.add_list();
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1e6), stream::kDataComm, OpCategory::DataComm);
+    const auto g0 = p.group({0, 1}, "dp");
+    const auto g1 = p.group({2, 3}, "dp");
+    for (const auto g : {g0, g0, g1, g1}) p.rank(l, {g});
+    const std::vector<Link> links{{"spine", gigabytes_per_second(1.0)}};
+    TablePlanner planner;
+    planner.plans[g0] = one_flow_plan(Time(0), Bytes(1e6), {0});
+    planner.plans[g1] = one_flow_plan(Time(0), Bytes(1e6), {0});
+    Recorder rec;
+    const SimResult r = run(p, planner, links, rec, true);
+    // Two flows of 1e6 B on one 1e9 B/s link: 0.5e9 B/s each, 2 ms.
+    CHECK(r.makespan == to_time(1e6 / 0.5e9));
+    CHECK(r.flows == 2);
+    // Nothing computes: the whole iteration is exposed data-parallel communication.
+    CHECK(r.ranks[3].breakdown.data_comm_exposed == r.makespan);
+}
+
+TEST_CASE("a fast member may post the next instance before a slow one posts the current", "[sim][executor]") {
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    const auto g = p.group({0, 1}, "tp");
+    const auto fast = p.add_list();
+    p.comm(fast, OpKind::AllReduce, "ar0", 0, Bytes(100.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(fast, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, OpCategory::TensorComm);
+    const auto slow = p.add_list();
+    const auto w = p.compute(slow, "work", us * 5);
+    const auto ar0 = p.comm(slow, OpKind::AllReduce, "ar0", 0, Bytes(100.0), stream::kTensorComm,
+                            OpCategory::TensorComm, {w});
+    p.comm(slow, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, OpCategory::TensorComm, {ar0});
+    p.rank(fast, {g});
+    p.rank(slow, {g});
+    TablePlanner planner;
+    planner.plans[g] = TransferPlan{{TransferPhase{us, {}}}};  // latency only
+    Recorder rec;
+    const SimResult r = run(p, planner, {}, rec, true);
+    // Rank 0 posts both at 0; rank 1 posts ar0 at 5 us (instance 0: 5..6 us), then ar1 at 6 us
+    // (instance 1: 6..7 us). Pairing by post order, not by time: bytes 100 then 200.
+    REQUIRE(planner.requests.size() == 2);
+    CHECK(planner.requests[0].bytes.value == 100.0);
+    CHECK(planner.requests[1].bytes.value == 200.0);
+    CHECK(rec.at(0, 1).started == us * 6);
+    CHECK(r.makespan == us * 7);
+}
+
+TEST_CASE("a plan without phases or flows ends the instance at once", "[sim][executor]") {
+    TestProgram p;
+    const auto g = p.group({0}, "solo");
+    const auto l = p.add_list();
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.rank(l, {g});
+    TablePlanner planner;
+    planner.plans[g] = TransferPlan{};
+    Recorder rec;
+    const SimResult r = run(p, planner, {}, rec, true);
+    CHECK(r.makespan == Time(0));
+    CHECK(rec.at(0, 1).finished == Time(0));
+    CHECK(planner.requests.size() == 2);
+}
+
+TEST_CASE("idle time under overlapping transfers goes to the highest-priority category", "[sim][breakdown]") {
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    const auto tp = p.group({0}, "tp");
+    const auto dp = p.group({0}, "dp");
+    const auto l = p.add_list();
+    const auto a = p.compute(l, "a", us);
+    const auto t = p.comm(l, OpKind::AllReduce, "tp.ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm, {a});
+    const auto d = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8.0), stream::kDataComm, OpCategory::DataComm, {a});
+    p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {t, d});
+    p.rank(l, {tp, dp});
+    TablePlanner planner;
+    planner.plans[tp] = TransferPlan{{TransferPhase{us * 4, {}}}};
+    planner.plans[dp] = TransferPlan{{TransferPhase{us * 6, {}}}};
+    Recorder rec;
+    const SimResult r = run(p, planner, {}, rec, true);
+    // a [0,1]; tensor transfer [1,5] and data transfer [1,7] overlap; b [7,8]. The gap [1,7]:
+    // 1..5 both move data -> tensor (higher priority) 4 us; 5..7 only data -> data 2 us.
+    const RankBreakdown& b = r.ranks[0].breakdown;
+    CHECK(r.makespan == us * 8);
+    CHECK(b.compute == us * 2);
+    CHECK(b.tensor_comm_exposed == us * 4);
+    CHECK(b.data_comm_exposed == us * 2);
+    CHECK(b.bubble == Time(0));
+}

@@ -1,0 +1,161 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "sim/event_queue.hpp"
+#include "sim/flow_network.hpp"
+
+using namespace cuboid;
+using namespace cuboid::sim;
+
+namespace {
+
+constexpr double kPsPerSecond = 1e12;
+
+struct Due {
+    FlowId flow;
+    std::uint32_t version;
+};
+
+// Drives a network like the executor does: schedules announced completions, skips void ones.
+class Driver {
+public:
+    explicit Driver(std::span<const Link> links) : net(links) {}
+
+    // The network keeps a view of `uses` while the flow runs (as of a planner's cached plan).
+    FlowId start(std::vector<LinkUse> uses, double bytes, Time now = Time(0)) {
+        kept.push_back(std::move(uses));
+        const FlowId id = net.start(kept.back(), Bytes(bytes), now, 0);
+        take();
+        return id;
+    }
+    // Runs until `stop` (exclusive) or until no flow is left; returns finish times by flow id.
+    std::map<FlowId, Time> run(Time stop = kTimeNever) {
+        std::map<FlowId, Time> done;
+        while (!queue.empty() && queue.top().time < stop) {
+            const auto e = queue.pop();
+            if (!net.current(e.payload.flow, e.payload.version)) continue;
+            net.finish(e.payload.flow, e.time);
+            done[e.payload.flow] = e.time;
+            take();
+        }
+        return done;
+    }
+
+    FlowNetwork net;
+    EventQueue<Due> queue;
+    std::deque<std::vector<LinkUse>> kept;
+
+private:
+    void take() {
+        for (const auto& c : net.completions()) queue.push(c.time, Due{c.flow, c.version});
+        net.completions().clear();
+    }
+};
+
+Time after_seconds(double s) { return Time(static_cast<std::int64_t>(std::ceil(s * kPsPerSecond))); }
+
+}  // namespace
+
+TEST_CASE("two flows on one link each get half of it", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
+    Driver d(links);
+    const FlowId a = d.start({{0, 1.0}}, 1e6);
+    const FlowId b = d.start({{0, 1.0}}, 1e6);
+    // Equal shares: r = C/2 = 0.5e9 B/s each.
+    CHECK(d.net.rate(a).value == Approx(0.5e9));
+    CHECK(d.net.rate(b).value == Approx(0.5e9));
+    const auto done = d.run();
+    // Each moves 1e6 B at 0.5e9 B/s: 2e-3 s.
+    CHECK(done.at(a) == after_seconds(1e6 / 0.5e9));
+    CHECK(done.at(b) == after_seconds(1e6 / 0.5e9));
+}
+
+TEST_CASE("max-min fairness equalises rates, not link consumption", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(3.0)}};
+    Driver d(links);
+    const FlowId twice = d.start({{0, 2.0}}, 1e6);  // crosses the link twice (weight 2)
+    const FlowId once = d.start({{0, 1.0}}, 1e6);
+    // Equal rates r with 2r + r = C = 3e9 B/s: r = 1e9 B/s; the link is then full.
+    CHECK(d.net.rate(twice).value == Approx(1e9));
+    CHECK(d.net.rate(once).value == Approx(1e9));
+    CHECK(2.0 * d.net.rate(twice).value + d.net.rate(once).value == Approx(3e9));
+}
+
+TEST_CASE("water-filling over three flows and two links", "[sim][flow_network]") {
+    // Link 0: 10 GB/s carries A and B; link 1: 4 GB/s carries A and C.
+    const std::vector<Link> links{{"l0", gigabytes_per_second(10.0)}, {"l1", gigabytes_per_second(4.0)}};
+    Driver d(links);
+    const FlowId a = d.start({{0, 1.0}, {1, 1.0}}, 1e9);
+    const FlowId b = d.start({{0, 1.0}}, 1e9);
+    const FlowId c = d.start({{1, 1.0}}, 1e9);
+    // Fill levels: link 1 saturates first at 4/2 = 2 GB/s (link 0 would allow 10/2 = 5): A and C
+    // freeze at 2. Link 0 has 10 - 2 = 8 GB/s left for B alone: B = 8 GB/s.
+    CHECK(d.net.rate(a).value == Approx(2e9));
+    CHECK(d.net.rate(c).value == Approx(2e9));
+    CHECK(d.net.rate(b).value == Approx(8e9));
+}
+
+TEST_CASE("a flow that ends early leaves its share to the others", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
+    Driver d(links);
+    const FlowId small = d.start({{0, 1.0}}, 1e6);
+    const FlowId big = d.start({{0, 1.0}}, 3e6);
+    const auto done = d.run();
+    // Both at 0.5e9 B/s: the small flow ends at 1e6 / 0.5e9 = 2 ms, when the big one has moved 1e6
+    // B; its last 2e6 B then run at the full 1e9 B/s: 2 ms more, 4 ms in all.
+    CHECK(done.at(small) == after_seconds(2e-3));
+    CHECK(done.at(big) == after_seconds(4e-3));
+}
+
+TEST_CASE("a flow that joins later slows the running one down", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
+    Driver d(links);
+    const FlowId first = d.start({{0, 1.0}}, 2e6);
+    d.run(after_seconds(1e-3));  // 1 ms alone at 1e9 B/s: 1e6 B moved, 1e6 B left
+    const FlowId second = d.start({{0, 1.0}}, 0.5e6, after_seconds(1e-3));
+    const auto done = d.run();
+    // From 1 ms both run at 0.5e9 B/s: the second (0.5e6 B) ends at 1 ms + 1 ms = 2 ms; the first
+    // has 0.5e6 B left then, at 1e9 B/s: 0.5 ms more, 2.5 ms.
+    CHECK(done.at(second) == after_seconds(2e-3));
+    CHECK(done.at(first) == after_seconds(2.5e-3));
+}
+
+TEST_CASE("links carry weight x bytes of every flow over them", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l0", gigabytes_per_second(10.0)}, {"l1", gigabytes_per_second(4.0)}};
+    Driver d(links);
+    d.start({{0, 2.0}, {1, 1.0}}, 3e6);
+    d.start({{0, 1.0}}, 5e6);
+    d.start({{1, 3.0}}, 7e6);
+    d.run();
+    CHECK(d.net.active_flows() == 0);
+    // Link 0: 2 x 3e6 + 1 x 5e6 = 11e6 B. Link 1: 1 x 3e6 + 3 x 7e6 = 24e6 B.
+    CHECK(d.net.carried(0).value == Approx(11e6).epsilon(1e-12));
+    CHECK(d.net.carried(1).value == Approx(24e6).epsilon(1e-12));
+}
+
+TEST_CASE("a start re-shares only the flows connected to it", "[sim][flow_network]") {
+    const std::vector<Link> links{{"x", gigabytes_per_second(1.0)}, {"y", gigabytes_per_second(1.0)}};
+    Driver d(links);
+    d.start({{0, 1.0}}, 1e6);
+    REQUIRE(d.net.completions().empty());  // taken by the driver
+    const std::vector<LinkUse> y{{1, 1.0}};
+    const FlowId b = d.net.start(y, Bytes(1e6), Time(0), 0);
+    // The flow on link x shares nothing with it: only the new flow is announced.
+    REQUIRE(d.net.completions().size() == 1);
+    CHECK(d.net.completions().front().flow == b);
+}
+
+TEST_CASE("a flow without links is done at once", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
+    FlowNetwork net(links);
+    CHECK(net.start({}, Bytes(1e6), Time(0), 0) == kNoFlow);
+    const std::vector<LinkUse> unweighted{{0, 0.0}};
+    CHECK(net.start(unweighted, Bytes(1e6), Time(0), 0) == kNoFlow);
+    const std::vector<LinkUse> used{{0, 1.0}};
+    CHECK(net.start(used, Bytes(0.0), Time(0), 0) == kNoFlow);  // nothing to carry
+    CHECK(net.completions().empty());
+}

@@ -1,0 +1,58 @@
+// Small scenarios and zero-cost pricing for the strategies tests.
+#pragma once
+
+#include <string>
+
+#include "sim/executor.hpp"
+#include "sim/program.hpp"
+#include "sim/transfer.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid::test {
+
+// A tiny GPT (fast to build and simulate) on one node of t*p*d GPUs.
+inline Scenario tiny_scenario(int t, int p, int d, int m, int layers = 8) {
+    Scenario sc;
+    sc.name = "tiny";
+    sc.model.layers = layers;
+    sc.model.hidden = 64;
+    sc.model.heads = 4;
+    sc.model.seq_len = 32;
+    sc.model.vocab = 128;
+    sc.cluster.nodes = 1;
+    sc.cluster.gpus_per_node = t * p * d;
+    sc.training.micro_batch = 1;
+    sc.training.global_batch = m * d;
+    sc.parallel.tensor = t;
+    sc.parallel.pipeline = p;
+    sc.parallel.data = d;
+    return sc;
+}
+
+// Communication costs nothing: every transfer is a plan without phases.
+class FreePlanner : public sim::TransferPlanner {
+public:
+    const sim::TransferPlan& plan(const sim::TransferRequest&) override { return empty_; }
+
+private:
+    sim::TransferPlan empty_;
+};
+
+// Prices only the GEMMs of transformer layers: `unit` per forward GEMM and per backward GEMM
+// (input and weight gradient each), 0 for everything else (embedding, logits, memory-bound
+// kernels, optimizer). A layer's forward then takes 6 units and its backward 12 (t_B = 2 t_F).
+inline sim::ProgramCosts layer_gemm_costs(const sim::Program& p, Time unit) {
+    sim::ProgramCosts c;
+    for (const auto& list : p.op_lists) {
+        auto& d = c.durations.emplace_back(list.ops.size(), Time(0));
+        for (std::size_t i = 0; i < list.ops.size(); ++i) {
+            const sim::Op& op = list.ops[i];
+            const std::string& label = p.labels[op.label];
+            const bool edge = label.find("logits") != std::string::npos;
+            if (sim::is_gemm(op.kind) && !edge && label[0] != 'R') d[i] = unit;
+        }
+    }
+    return c;
+}
+
+}  // namespace cuboid::test

@@ -1,0 +1,79 @@
+// run_scenario end to end on the built-in hardware catalog: the contract's figures agree with
+// each other.
+#include <catch2/catch.hpp>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/hardware.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/model_math.hpp"
+#include "strategies/model_presets.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/run.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
+
+using namespace cuboid;
+
+TEST_CASE("run_scenario: throughput, FLOPs, MFU, breakdown and extras are consistent") {
+    Scenario sc = cuboid::test::tiny_scenario(2, 2, 2, 8, 8);
+    sc.model.hidden = 1024;
+    sc.model.heads = 16;
+    sc.model.seq_len = 512;
+    sc.model.vocab = 32000;
+    sc.parallel.recompute = Recompute::Full;
+    sc.training.tokens = 1e9;
+    sc.cost.gpu_hour_usd = 2.0;
+    sc.cost.node_power_kw = 6.5;
+    const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
+    const RunResult r = run_scenario(sc, RunOptions{{}, hardware});
+
+    REQUIRE(r.iteration_time_s > 0.0);
+    CHECK(r.gpus == 8);
+    const double tokens = static_cast<double>(sc.training.global_batch) * sc.model.seq_len;
+    CHECK(r.tokens_per_s == Approx(tokens / r.iteration_time_s));
+    CHECK(r.model_flops_per_iteration == Approx(model_flops_per_iteration(sc.model, sc.training.global_batch)));
+    // Full recompute adds one forward of every layer: hardware = model + recompute FLOPs.
+    CHECK(r.hardware_flops_per_iteration ==
+          Approx(r.model_flops_per_iteration +
+                 recompute_flops_per_iteration(sc.model, sc.training.global_batch, Recompute::Full)));
+    const double peak = hardware->gpu().peak(sc.training.precision).value;
+    CHECK(r.mfu == Approx(r.model_flops_per_iteration / r.iteration_time_s / r.gpus / peak));
+    CHECK(r.mfu > 0.0);
+    CHECK(r.mfu < 1.0);
+    // The critical GPU's parts add up to the iteration (contract: within 1%).
+    const Breakdown& b = r.breakdown;
+    const double parts = b.compute_s + b.recompute_s + b.tp_comm_exposed_s + b.pp_comm_exposed_s +
+                         b.dp_comm_exposed_s + b.bubble_s;
+    CHECK(parts == Approx(r.iteration_time_s).epsilon(0.01));
+    CHECK(b.recompute_s > 0.0);
+    // Memory: each stage peaks above its resident state; the tiny model fits.
+    const Layout l = validate_plan(sc);
+    REQUIRE(r.stage_peak_memory_bytes.size() == 2);
+    for (int s = 0; s < 2; ++s) CHECK(r.stage_peak_memory_bytes[s] > stage_resident_bytes(sc, l, s).value);
+    CHECK(r.fits_in_memory);
+    CHECK(r.memory_capacity_bytes == hardware->gpu().memory_capacity.value);
+    // Extras: hours = tokens / tokens_per_s / 3600; cost = GPUs x hours x price; energy = nodes x kW x hours.
+    const double hours = *sc.training.tokens / r.tokens_per_s / 3600.0;
+    REQUIRE(r.time_to_train_s);
+    CHECK(*r.time_to_train_s == Approx(hours * 3600.0));
+    CHECK(*r.cost_usd == Approx(8 * hours * 2.0));
+    CHECK(*r.energy_kwh == Approx(1 * 6.5 * hours));
+}
+
+TEST_CASE("run_scenario: a model too large for the GPUs is reported as not fitting") {
+    // GPT 39B on one node with t = 8: 39e9/8 parameters per GPU x 18 bytes (bf16 Adam) = 88 GB
+    // of state alone, above the 80 GB of an A100 80 GB.
+    Scenario sc;
+    apply_preset("gpt-39b", sc.model);
+    sc.training.global_batch = 1;
+    sc.parallel.tensor = 8;
+    sc.parallel.recompute = Recompute::Full;
+    const RunResult r = run_scenario(sc);
+    CHECK_FALSE(r.fits_in_memory);
+    CHECK(r.peak_memory_bytes > r.memory_capacity_bytes);
+}
+
+TEST_CASE("run_scenario rejects an invalid plan before simulating") {
+    Scenario sc = cuboid::test::tiny_scenario(2, 2, 2, 8);
+    sc.parallel.data = 3;
+    CHECK_THROWS_AS(run_scenario(sc), InputError);
+}

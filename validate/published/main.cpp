@@ -1,0 +1,133 @@
+// cuboid-published-check: cuboid's predictions against published measurements.
+//
+//   cuboid-published-check [--only megatron|vtrain] [--csv FILE] [--data DIR] [--scenarios DIR]
+//                          [--progress] [--enforce]
+//
+// Prints one table per data set (row, predicted, measured, signed error) and the summary
+// figures: mean absolute percentage error, worst row, and per model the Spearman rank
+// correlation of predicted against measured times. With --enforce the exit status is 1 when an
+// accuracy target is missed (MAPE <= 10% and every row within 20% on Megatron SC'21; MAPE
+// <= 15% and Spearman >= 0.8 per model on vTrain).
+#include <boost/program_options.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "validate/published/published_check.hpp"
+#include "validate/published/statistics.hpp"
+
+namespace po = boost::program_options;
+using namespace cuboid::validate;
+
+namespace {
+
+struct Summary {
+    double mape = 0.0;
+    double worst = 0.0;
+    std::map<std::string, double> spearman_by_group;
+    int failures = 0;
+};
+
+Summary summarise(const std::vector<CheckRow>& rows) {
+    Summary s;
+    std::vector<double> predicted, measured;
+    std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_group;
+    for (const CheckRow& r : rows) {
+        if (!r.failure.empty()) { ++s.failures; continue; }
+        predicted.push_back(r.predicted_s);
+        measured.push_back(r.measured_s);
+        s.worst = std::max(s.worst, std::abs(relative_error(r.predicted_s, r.measured_s)));
+        by_group[r.group].first.push_back(r.predicted_s);
+        by_group[r.group].second.push_back(r.measured_s);
+    }
+    s.mape = mean_absolute_percentage_error(predicted, measured);
+    for (const auto& [group, pm] : by_group) s.spearman_by_group[group] = spearman(pm.first, pm.second);
+    return s;
+}
+
+void print_table(const std::string& title, const std::vector<CheckRow>& rows) {
+    fmt::print("\n{}\n{:<12} {:<26} {:>12} {:>12} {:>9}\n", title, "model", "plan", "predicted_s", "measured_s",
+               "error");
+    for (const CheckRow& r : rows) {
+        if (!r.failure.empty()) {
+            fmt::print("{:<12} {:<26} {:>12} {:>12.3f}   FAILED: {}\n", r.group, r.label, "-", r.measured_s, r.failure);
+            continue;
+        }
+        fmt::print("{:<12} {:<26} {:>12.3f} {:>12.3f} {:>+8.1f}%\n", r.group, r.label, r.predicted_s, r.measured_s,
+                   100.0 * relative_error(r.predicted_s, r.measured_s));
+    }
+}
+
+bool print_summary(const std::string& set, const Summary& s, double mape_limit, double worst_limit,
+                   double spearman_limit) {
+    fmt::print("{}: MAPE {:.1f}% (target <= {:.0f}%), worst row {:.1f}%", set, 100 * s.mape, 100 * mape_limit,
+               100 * s.worst);
+    if (worst_limit > 0) fmt::print(" (target <= {:.0f}%)", 100 * worst_limit);
+    fmt::print(", failed rows {}\n", s.failures);
+    bool ok = s.failures == 0 && s.mape <= mape_limit && (worst_limit <= 0 || s.worst <= worst_limit);
+    for (const auto& [group, rho] : s.spearman_by_group) {
+        fmt::print("  {:<12} Spearman {:.3f}", group, rho);
+        if (spearman_limit > 0) {
+            fmt::print(" (target >= {:.1f})", spearman_limit);
+            ok = ok && rho >= spearman_limit;
+        }
+        fmt::print("\n");
+    }
+    return ok;
+}
+
+void write_csv(const std::string& path, const std::vector<CheckRow>& rows) {
+    std::ofstream out(path);
+    out << "set,model,plan,predicted_s,measured_s,relative_error,failure\n";
+    for (const CheckRow& r : rows)
+        out << r.set << ',' << r.group << ",\"" << r.label << "\"," << r.predicted_s << ',' << r.measured_s << ','
+            << (r.failure.empty() ? relative_error(r.predicted_s, r.measured_s) : 0.0) << ",\"" << r.failure << "\"\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CheckOptions options;
+    std::string only, csv;
+    bool enforce = false;
+    po::options_description desc("cuboid-published-check options");
+    desc.add_options()("help,h", "this help")("only", po::value(&only), "megatron | vtrain")(
+        "csv", po::value(&csv), "also write every row to this CSV file")(
+        "data", po::value(&options.data_dir)->default_value(options.data_dir), "folder of the measured CSV files")(
+        "scenarios", po::value(&options.scenario_dir)->default_value(options.scenario_dir), "scenario folder")(
+        "progress", po::bool_switch(&options.progress), "one line per row on standard error")(
+        "enforce", po::bool_switch(&enforce), "exit 1 when an accuracy target is missed");
+    try {
+        po::variables_map vm;
+        po::store(po::parse_command_line(argc, argv, desc), vm);
+        po::notify(vm);
+        if (vm.count("help")) { std::cout << desc; return 0; }
+        if (!only.empty() && only != "megatron" && only != "vtrain")
+            throw std::runtime_error("--only: expected megatron or vtrain, got '" + only + "'");
+        options.megatron = only.empty() || only == "megatron";
+        options.vtrain = only.empty() || only == "vtrain";
+
+        bool ok = true;
+        std::vector<CheckRow> all;
+        if (options.megatron) {
+            const auto rows = run_megatron_rows(options);
+            print_table("Megatron-LM SC'21 Table 1 (Selene, A100 80GB, full recompute)", rows);
+            ok = print_summary("megatron-sc21", summarise(rows), 0.10, 0.20, 0.0) && ok;
+            all.insert(all.end(), rows.begin(), rows.end());
+        }
+        if (options.vtrain) {
+            const auto rows = run_vtrain_rows(options);
+            print_table("vTrain multi-node measurements (A100, Megatron-DeepSpeed)", rows);
+            ok = print_summary("vtrain", summarise(rows), 0.15, 0.0, 0.8) && ok;
+            all.insert(all.end(), rows.begin(), rows.end());
+        }
+        if (!csv.empty()) write_csv(csv, all);
+        return enforce && !ok ? 1 : 0;
+    } catch (const std::exception& e) {
+        std::cerr << "cuboid-published-check: " << e.what() << "\n";
+        return 2;
+    }
+}

@@ -1,0 +1,78 @@
+#include <chrono>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/overrides.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/run.hpp"
+#include "validate/published/csv_table.hpp"
+#include "validate/published/published_check.hpp"
+
+namespace cuboid::validate {
+namespace {
+
+// Measured iteration time of a Megatron SC'21 row: the paper reports FLOP/s per GPU with its
+// own FLOP count (recompute included), F = 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)).
+double megatron_measured_seconds(const CsvTable& t, std::size_t row) {
+    const double B = t.number(row, "global_batch"), s = t.number(row, "seq_len");
+    const double l = t.number(row, "layers"), h = t.number(row, "hidden"), V = t.number(row, "vocab");
+    const double flops = 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+    return flops / (t.number(row, "measured_tflops_per_gpu") * 1e12 * t.number(row, "gpus"));
+}
+
+CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std::vector<std::string>& sets,
+                      const cli::NameResolvers& names) {
+    try {
+        Scenario scenario = cli::load_scenario_file(scenario_path, names);
+        cli::apply_overrides(scenario, sets, names);
+        cli::check_complete(scenario);
+        row.predicted_s = run_scenario(scenario).iteration_time_s;
+    } catch (const std::exception& e) {
+        row.failure = e.what();
+    }
+    return row;
+}
+
+void report_progress(const CheckOptions& options, const CheckRow& row, std::size_t i, std::size_t n) {
+    if (options.progress)
+        fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, n, row.set, row.group, row.label);
+}
+
+}  // namespace
+
+std::vector<CheckRow> run_megatron_rows(const CheckOptions& options) {
+    const CsvTable table = CsvTable::read(options.data_dir + "/megatron_sc21_table1.csv");
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    std::vector<CheckRow> rows;
+    for (std::size_t r = 0; r < table.rows(); ++r) {
+        const std::string name = table.text(r, "name");
+        CheckRow row{"megatron-sc21", name,
+                     fmt::format("t={} p={} d={} mb={}", table.text(r, "tensor"), table.text(r, "pipeline"),
+                                 table.text(r, "data"), table.text(r, "micro_batch")),
+                     0.0, megatron_measured_seconds(table, r), {}};
+        report_progress(options, row, r, table.rows());
+        rows.push_back(simulate_row(row, options.scenario_dir + "/megatron_sc21/" + name + ".yaml", {}, names));
+    }
+    return rows;
+}
+
+std::vector<CheckRow> run_vtrain_rows(const CheckOptions& options) {
+    const CsvTable table = CsvTable::read(options.data_dir + "/vtrain/ground_truth_multi.csv");
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    std::vector<CheckRow> rows;
+    for (std::size_t r = 0; r < table.rows(); ++r) {
+        const std::string size = table.text(r, "Parameters (billion)");
+        const std::string t = table.text(r, "tensor parallelism"), p = table.text(r, "pipeline parallelism");
+        const std::string d = table.text(r, "data parallelism"), mb = table.text(r, "micro batch");
+        CheckRow row{"vtrain", "gpt-" + size + "b", fmt::format("t={} p={} d={} mb={}", t, p, d, mb), 0.0,
+                     table.number(r, "iteration time (ms)") * 1e-3, {}};
+        report_progress(options, row, r, table.rows());
+        const std::vector<std::string> sets{"parallel.tensor=" + t, "parallel.pipeline=" + p,
+                                            "parallel.data=" + d, "training.micro_batch=" + mb};
+        rows.push_back(simulate_row(row, options.scenario_dir + "/vtrain/gpt-" + size + "b.yaml", sets, names));
+    }
+    return rows;
+}
+
+}  // namespace cuboid::validate
