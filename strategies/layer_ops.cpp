@@ -108,20 +108,25 @@ constexpr OpKind kNoReduce = OpKind::Send;  // marker: this GEMM's input gradien
 
 // Backward of a GEMM: input gradient, then weight gradient (which releases the saved input).
 // `gather` (sequence parallelism) must arrive before the weight gradient, `reduce` is the
-// input-gradient collective issued after the input-gradient GEMM; it overlaps the weight GEMM.
+// input-gradient collective issued after the input-gradient GEMM; it overlaps the weight GEMM
+// when the plan says so (Megatron's asynchronous all-reduce), else it runs after the weight GEMM
+// and blocks the next kernel (the caller waits for it).
 std::uint32_t backward_gemm(OpEmitter& e, const LayerContext& c, LayerOp op, std::uint32_t gather,
                             OpKind reduce_kind) {
     const sim::GemmShape& g = forward_gemm(c, op);
     const Labels& l = *c.labels;
     const std::uint32_t dgrad =
         e.compute(gemm_op(l.bwd[idx(op)], input_grad_shape(g), OpCategory::Compute, c.dims.act_bytes));
-    const std::uint32_t reduce =
-        reduce_kind == kNoReduce ? kNoOp : emit_tp_collective(e, c, Phase::Backward, reduce_kind, dgrad);
+    const bool overlap = c.tp_backward_overlap;
+    const std::uint32_t reduce = reduce_kind == kNoReduce || !overlap
+                                     ? kNoOp
+                                     : emit_tp_collective(e, c, Phase::Backward, reduce_kind, dgrad);
     e.wait_for(gather);
     sim::Op w = gemm_op(l.wgrad[idx(op)], weight_grad_shape(g), OpCategory::Compute, c.dims.act_bytes);
     w.memory_free = Bytes(freed(c, op));
-    e.compute(w);
-    return reduce;
+    const std::uint32_t wgrad = e.compute(w);
+    if (reduce_kind == kNoReduce || overlap) return reduce;
+    return emit_tp_collective(e, c, Phase::Backward, reduce_kind, wgrad);
 }
 
 void selective_recompute(OpEmitter& e, const LayerContext& c) {
@@ -144,7 +149,9 @@ std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phas
                                  std::uint32_t after) {
     if (!c.tp()) return kNoOp;
     const std::size_t k = kind == OpKind::AllReduce ? 0 : (kind == OpKind::AllGather ? 1 : 2);
-    const auto cat = phase == Phase::Recompute ? OpCategory::Recompute : OpCategory::TensorComm;
+    // Collectives of recomputation are tensor-parallel communication too: the breakdown splits
+    // compute from recompute only for compute ops.
+    const auto cat = OpCategory::TensorComm;
     const sim::Op o = comm_op(kind, c.labels->tp[static_cast<std::size_t>(phase)][k], c.dims.act_bytes * c.bsh(),
                               sim::stream::kTensorComm, 0, cat);
     return e.comm(o, after);

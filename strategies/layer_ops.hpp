@@ -24,6 +24,7 @@ struct LayerContext {
     LayerGemms gemms;
     LayerMemory memory;
     Recompute recompute = Recompute::None;
+    bool tp_backward_overlap = true;  // see ParallelPlan::tp_backward_overlap
     const Labels* labels = nullptr;
 
     static LayerContext make(const LayerDims& d, Recompute r, const Labels& labels);

@@ -70,7 +70,8 @@ sim::Program build_program(const Scenario& sc, const Layout& l) {
     sim::Program program;
     const Labels labels = intern_labels(program);
     build_groups(program, l, labels);
-    const LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
+    LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
+    layer.tp_backward_overlap = sc.parallel.tp_backward_overlap;
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
     // Stages are independent (each writes only its own OpList), so they are built in parallel;
     // the result does not depend on the thread count.

@@ -51,6 +51,10 @@ struct ParallelPlan {
     int overlap_chunks = 1;
     int zero_stage = 0;
     bool dp_overlap = true;
+    // Overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM
+    // (Megatron-LM's asynchronous tensor-parallel all-reduce, 2022 on). false: the all-reduce
+    // blocks the next kernel, as in Megatron-LM 2021 (SC'21).
+    bool tp_backward_overlap = true;
 };
 
 struct CostSpec {

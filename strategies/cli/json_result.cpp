@@ -60,6 +60,7 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"overlap_chunks", p.overlap_chunks},
             {"zero_stage", p.zero_stage},
             {"dp_overlap", p.dp_overlap},
+            {"tp_backward_overlap", p.tp_backward_overlap},
             {"global_batch", s.training.global_batch},
             {"micro_batch", s.training.micro_batch},
             {"precision", precision_name(s.training.precision)}};

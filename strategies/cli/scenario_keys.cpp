@@ -51,7 +51,7 @@ void set_profile(Scenario& s, V v, W w, C c) {
     s.cluster.profile = p.string();
 }
 
-constexpr std::array<KeyDef, 39> kKeys{{
+constexpr auto kKeys = std::to_array<KeyDef>({
     {"name", "text", "", "the file name without .yaml", "any", "copied into the output",
      [](Scenario& s, V v, W, C) { s.name = std::string(v); }},
     {"model.preset", "name", "", "none", "`cuboid list models`",
@@ -129,12 +129,15 @@ constexpr std::array<KeyDef, 39> kKeys{{
      [](Scenario& s, V v, W w, C) { s.parallel.zero_stage = int_between(v, w, 0, 3); }},
     {"parallel.dp_overlap", "boolean", "", "true", "true | false", "overlap gradient reduction with backward compute",
      [](Scenario& s, V v, W w, C) { s.parallel.dp_overlap = parse_bool(v, w); }},
+    {"parallel.tp_backward_overlap", "boolean", "", "true", "true | false",
+     "overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM (Megatron-LM 2022+); false: it blocks, as in Megatron-LM 2021",
+     [](Scenario& s, V v, W w, C) { s.parallel.tp_backward_overlap = parse_bool(v, w); }},
     {"cost.gpu_hour_usd", "number", "US dollars per GPU-hour", "none", ">= 0", "price for the cost of training",
      [](Scenario& s, V v, W w, C) { s.cost.gpu_hour_usd = number_at_least(v, w, 0.0); }},
     {"cost.node_power_kw", "number", "kW", "none", ">= 0", "power drawn by one node, for the energy of training",
      [](Scenario& s, V v, W w, C) { s.cost.node_power_kw = number_at_least(v, w, 0.0); }},
     {"sweep", "map", "", "none", "dotted key -> non-empty list of values", "axes of `cuboid sweep`", nullptr},
-}};
+});
 
 template <class F>
 const KeyDef* find_in(F&& pred) {
