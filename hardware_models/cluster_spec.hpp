@@ -21,7 +21,7 @@ struct ClusterSpec {
     int nics_per_node = 8;
     NetworkTopology topology = NetworkTopology::FatTree;
     double oversubscription = 1.0;           // leaf down-link : up-link bandwidth ratio (>= 1)
-    std::optional<std::string> profile;      // calibrated hardware profile (YAML), path as written
+    std::optional<std::string> profile;      // calibrated hardware profile (YAML); the loader resolves it from the scenario file's folder
 
     int gpus() const { return nodes * gpus_per_node; }
 };

@@ -154,24 +154,20 @@ void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes b
 }
 
 CollectivePlanner::CollectivePlanner(const CollectiveModel& model, const sim::Program& program)
-    : model_(model), program_(program) {}
-
-std::size_t CollectivePlanner::KeyHash::operator()(const Key& k) const {
-    std::size_t h = std::hash<std::uint32_t>{}(k.group);
-    h = h * 1000003u ^ std::hash<int>{}(static_cast<int>(k.kind));
-    h = h * 1000003u ^ std::hash<double>{}(k.bytes);
-    return h * 1000003u ^ std::hash<std::uint32_t>{}(k.source);
-}
+    : model_(model), program_(program), by_group_(program.groups.size()) {}
 
 const sim::TransferPlan& CollectivePlanner::plan(const sim::TransferRequest& r) {
     using K = sim::OpKind;
     const K kind = r.kind == K::Recv ? K::Send : r.kind;  // both halves of a pair name one transfer
     const bool sourced = kind == K::Send || kind == K::Broadcast;
-    const Key key{r.group, kind, r.bytes.value, sourced ? r.source : 0u};
-    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-    const auto& ranks = program_.groups.at(r.group).ranks;
-    auto p = model_.plan(kind, r.bytes, ranks, r.source);
-    return cache_.emplace(key, std::move(p.plan)).first->second;
+    const std::uint32_t source = sourced ? r.source : 0u;
+    std::vector<Entry>& entries = by_group_.at(r.group);
+    for (const Entry& e : entries) {
+        if (e.kind == kind && e.bytes == r.bytes.value && e.source == source) return *e.plan;
+    }
+    auto p = model_.plan(kind, r.bytes, program_.groups[r.group].ranks, r.source);
+    entries.push_back({kind, r.bytes.value, source, std::make_unique<sim::TransferPlan>(std::move(p.plan))});
+    return *entries.back().plan;
 }
 
 }  // namespace cuboid::hw

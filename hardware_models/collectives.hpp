@@ -24,6 +24,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -101,19 +102,18 @@ public:
     const sim::TransferPlan& plan(const sim::TransferRequest& request) override;
 
 private:
-    struct Key {
-        std::uint32_t group;
+    // Plans of one group: a group issues few distinct (kind, size, source) requests, so a short
+    // list scanned linearly beats hashing on this hot path. Plans are boxed so that references
+    // handed out stay valid as the list grows.
+    struct Entry {
         sim::OpKind kind;
         double bytes;
         std::uint32_t source;
-        bool operator==(const Key&) const = default;
-    };
-    struct KeyHash {
-        std::size_t operator()(const Key& k) const;
+        std::unique_ptr<sim::TransferPlan> plan;
     };
     const CollectiveModel& model_;
     const sim::Program& program_;
-    std::unordered_map<Key, sim::TransferPlan, KeyHash> cache_;
+    std::vector<std::vector<Entry>> by_group_;
 };
 
 // nccl-tests' bus-bytes factor: all-reduce 2(P-1)/P; all-gather, reduce-scatter, all-to-all

@@ -39,8 +39,8 @@ public:
     // A planner for one simulation of `program` (caches plans per group, kind and size).
     std::unique_ptr<sim::TransferPlanner> make_planner(const sim::Program& program) const;
 
-    // Uncontended time of one collective on the given ranks (used by the plan search's lower
-    // bounds and by the ATP communication matrix).
+    // Uncontended time of one collective on the given ranks, without simulation (for estimates
+    // that need no contention, such as lower bounds).
     Time collective_time(sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> ranks) const;
 
     const Topology& topology() const;

@@ -13,8 +13,9 @@
 //   rail-optimized: NIC k of every node of a scalable unit (SU, as many nodes as a leaf has down
 //     ports) on rail leaf (SU, k); rails and SUs meet at the spines (NVIDIA SuperPOD,
 //     hardware.md §4.2).
-// Routes are shortest paths (BFS); among equal-cost paths (the spines) one is chosen by a hash of
-// (source, destination), as ECMP does. Link count for 384 DGX nodes on a non-blocking NDR fat tree:
+// Routes are shortest paths (BFS); across the network the spine is chosen by the destination
+// (D-mod-K, as InfiniBand's destination-based forwarding with fat-tree routing does), inside a
+// node among equal paths by a hash of (source, destination). Link count for 384 DGX nodes on a non-blocking NDR fat tree:
 // 4 x 3072 GPU/NIC/leaf links + 96 leaves x 32 spines x 2 = 18,432 + 6,144 ~ 25k.
 #pragma once
 

@@ -2,9 +2,9 @@
 // Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
 // Section 4; seed_algorithms §5.3). With 16-bit activations and 1-byte dropout masks, one layer
 // and micro-batch keeps, without parallelism, s*b*h*(34 + 5*a*s/h) bytes:
-//   attention 11sbh + 5as^2b: LayerNorm input 2sbh, QKV input 2sbh, Q and K 4sbh, softmax output
+//   attention 13sbh + 5as^2b (11sbh without its LayerNorm input): LayerNorm input 2sbh, QKV input 2sbh, Q and K 4sbh, softmax output
 //   2as^2b, dropout mask as^2b, dropout output 2as^2b, V 2sbh, projection input 2sbh, mask sbh;
-//   MLP 19sbh: LayerNorm input 2sbh, FC1 input 2sbh, GeLU input 8sbh, FC2 input 8sbh, mask sbh.
+//   MLP 21sbh (19sbh without its LayerNorm input): LayerNorm input 2sbh, FC1 input 2sbh, GeLU input 8sbh, FC2 input 8sbh, mask sbh.
 // Tensor parallelism divides the attention/MLP interiors by t; sequence parallelism divides the
 // LayerNorm/dropout regions too. Grouped-query attention shrinks K and V, SwiGLU doubles the
 // activation input.

@@ -74,10 +74,13 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     const sim::GemmShape g = logits_gemm(c.dims);
     const std::uint32_t dgrad = e.compute(gemm_op(l.logits_dgrad, input_grad_shape(g), OpCategory::Compute, a));
     const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
-    const std::uint32_t red = emit_tp_collective(e, c, Phase::Backward, reduce, dgrad);
+    // Like the layers' GEMMs: the input-gradient reduction overlaps the weight-gradient GEMM only
+    // with the asynchronous all-reduce (tp_backward_overlap), else it follows it and blocks.
+    std::uint32_t red = c.tp_backward_overlap ? emit_tp_collective(e, c, Phase::Backward, reduce, dgrad) : dgrad;
     sim::Op wgrad = gemm_op(l.logits_wgrad, weight_grad_shape(g), OpCategory::Compute, a);
     wgrad.memory_free = Bytes(a * region(c));
-    e.compute(wgrad);
+    const std::uint32_t w = e.compute(wgrad);
+    if (!c.tp_backward_overlap) red = emit_tp_collective(e, c, Phase::Backward, reduce, w);
     e.wait_for(red);
     sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_b, 4.0 * a * region(c), OpCategory::Compute);
     ln.memory_free = Bytes(a * region(c));

@@ -77,3 +77,29 @@ TEST_CASE("run_scenario rejects an invalid plan before simulating") {
     sc.parallel.data = 3;
     CHECK_THROWS_AS(run_scenario(sc), InputError);
 }
+
+TEST_CASE("tp_backward_overlap: a blocking input-gradient all-reduce costs at most its own time") {
+    // Overlapped, each backward tensor-parallel all-reduce runs beside the weight-gradient GEMM;
+    // blocking, it runs after it and the next kernel waits. So the blocking iteration is longer,
+    // but by no more than the time of those all-reduces (they are the only work that moved).
+    Scenario sc = cuboid::test::tiny_scenario(4, 1, 1, 4, 4);
+    sc.model.hidden = 1024;
+    sc.model.heads = 16;
+    sc.model.seq_len = 512;
+    const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
+    const RunResult overlapped = run_scenario(sc, RunOptions{{}, hardware});
+    sc.parallel.tp_backward_overlap = false;
+    const RunResult blocking = run_scenario(sc, RunOptions{{}, hardware});
+
+    const Layout layout = validate_plan(sc);
+    const sim::Program program = build_program(sc, layout);
+    // One backward all-reduce per column-parallel GEMM input (QKV, FC1) per layer and micro-batch,
+    // plus the logits' input gradient per micro-batch.
+    const int m = sc.training.global_batch / sc.training.micro_batch;
+    const double per_allreduce = to_seconds(hardware->collective_time(
+        sim::OpKind::AllReduce, Bytes(2.0 * sc.training.micro_batch * sc.model.seq_len * sc.model.hidden),
+        program.groups[program.ranks[0].groups[0]].ranks));
+    const double moved = (2.0 * sc.model.layers + 1.0) * m * per_allreduce;
+    CHECK(blocking.iteration_time_s > overlapped.iteration_time_s);
+    CHECK(blocking.iteration_time_s - overlapped.iteration_time_s <= moved * 1.001);
+}

@@ -26,6 +26,7 @@ CsvTable CsvTable::read(const std::string& path) {
     table.path_ = path;
     std::string line;
     if (!std::getline(in, line)) throw std::runtime_error(path + ": empty file");
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
     table.header_ = split(line);
     while (std::getline(in, line)) {
         if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -1,0 +1,25 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "validate/published/csv_table.hpp"
+
+using namespace cuboid::validate;
+
+TEST_CASE("CSV table reads header, fields, CRLF and empty fields", "[validate]") {
+    const auto path = std::filesystem::temp_directory_path() / "cuboid_csv_table_test.csv";
+    {
+        std::ofstream out(path, std::ios::binary);
+        out << "name,value,empty\r\na,1.5,\r\nb,2e3,x\r\n";
+    }
+    const CsvTable t = CsvTable::read(path.string());
+    REQUIRE(t.rows() == 2);
+    CHECK(t.text(0, "name") == "a");
+    CHECK(t.number(1, "value") == 2000.0);
+    CHECK(t.empty(0, "empty"));
+    CHECK(t.text(1, "empty") == "x");
+    CHECK_THROWS_WITH(t.number(0, "missing"), Catch::Contains("no column 'missing'"));
+    CHECK_THROWS_WITH(t.number(0, "name"), Catch::Contains("not a number"));
+    std::filesystem::remove(path);
+}
