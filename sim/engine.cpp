@@ -37,7 +37,6 @@ void Engine::build_ranks() {
         RankState& R = ranks_[r];
         R.index = &indexes_[rp.op_list];
         R.list = &program_.op_lists[rp.op_list];
-        R.durations = costs_.durations[rp.op_list].data();
         R.remaining = static_cast<std::uint32_t>(R.list->ops.size());
         R.wait_stream.fill(kNoWait);
         R.slot_base = static_cast<std::uint32_t>(slot_refs_.size());
@@ -104,7 +103,7 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
     R.wait_stream[s] = kNoWait;
     R.busy = static_cast<std::uint8_t>(R.busy | (1U << s));
     if (slot.is_comm) {
-        post(rank, s, slot.op);
+        post(rank, s, slot);
         return;
     }
     if (s == stream::kCompute) R.clock.compute_begins(now_);
@@ -132,7 +131,7 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     for (std::uint32_t p = head; p <= h.chain_last; ++p) {
         const std::uint32_t op = slots[p].op;
         const std::int64_t begin = t;
-        t += R.durations[op].value;
+        t += slots[p].duration;
         result_.fingerprint += completion_digest(t, rank, op);
         if (observe_) {
             for (SimObserver* o : observers_) o->compute_started(rank, op, Time(begin));

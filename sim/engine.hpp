@@ -39,7 +39,6 @@ private:
     struct RankState {
         const OpListIndex* index = nullptr;
         const OpList* list = nullptr;
-        const Time* durations = nullptr;
         std::uint32_t slot_base = 0;   // this rank's group slots in slot_refs_
         std::uint32_t slot_count = 0;
         std::uint32_t remaining = 0;   // ops not yet finished
@@ -59,7 +58,7 @@ private:
         std::uint32_t group = 0;
         std::uint32_t phase = 0;
         std::uint32_t flows_left = 0;
-        std::vector<std::uint32_t> ops;  // op index posted by each member
+        std::vector<MemberOp> ops;  // the op posted by each member
     };
 
     void build_ranks();
@@ -67,7 +66,7 @@ private:
     void wake(std::uint32_t rank, StreamId finished);
     void ops_done(std::uint32_t rank, StreamId s, std::uint32_t head);
     void stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops);
-    void post(std::uint32_t rank, StreamId s, std::uint32_t op);
+    void post(std::uint32_t rank, StreamId s, const StreamSlot& slot);
     void start_instance(std::uint32_t group);
     void phase_due(std::uint32_t transfer);
     void flow_due(FlowId flow, std::uint32_t version);

@@ -7,19 +7,20 @@
 
 namespace cuboid::sim {
 
-void Engine::post(std::uint32_t rank, StreamId s, std::uint32_t op) {
+void Engine::post(std::uint32_t rank, StreamId s, const StreamSlot& slot) {
     const RankState& R = ranks_[rank];
-    const Op& o = R.list->ops[op];
     if (observe_) {
-        for (SimObserver* obs : observers_) obs->comm_posted(rank, op, now_);
+        for (SimObserver* obs : observers_) obs->comm_posted(rank, slot.op, now_);
     }
-    if (o.group_slot >= R.slot_count || slot_refs_[R.slot_base + o.group_slot].member == kNotMember) {
-        throw std::logic_error("rank " + std::to_string(rank) + " op '" + program_.labels.at(o.label) +
-                               "' uses group slot " + std::to_string(o.group_slot) +
-                               " that names no group the rank belongs to");
+    if (slot.group_slot >= R.slot_count || slot_refs_[R.slot_base + slot.group_slot].member == kNotMember) {
+        throw std::logic_error("rank " + std::to_string(rank) + " op '" +
+                               program_.labels.at(R.list->ops[slot.op].label) + "' uses group slot " +
+                               std::to_string(slot.group_slot) + " that names no group the rank belongs to");
     }
-    const SlotRef ref = slot_refs_[R.slot_base + o.group_slot];
-    if (rendezvous_.post(ref.group, ref.member, op, o)) start_instance(ref.group);
+    const SlotRef ref = slot_refs_[R.slot_base + slot.group_slot];
+    if (rendezvous_.post(ref.group, ref.member, PostedOp{slot.op, slot.kind, s, slot.category, slot.bytes})) {
+        start_instance(ref.group);
+    }
 }
 
 // Every member has posted: ask the planner for the transfer, and let its first phase begin.
@@ -33,17 +34,18 @@ void Engine::start_instance(std::uint32_t group) {
         free_transfers_.pop_back();
     }
     Transfer& T = transfers_[id];
-    const InstanceInfo info = rendezvous_.take(group, T.ops);
+    std::span<const MemberOp> posted;
+    const InstanceInfo info = rendezvous_.take(group, posted);
+    T.ops.assign(posted.begin(), posted.end());
     T.plan = &planner_.plan(TransferRequest{group, info.kind, info.bytes, info.source});
     T.group = group;
     T.phase = 0;
     T.flows_left = 0;
     const auto& members = program_.groups[group].ranks;
     for (std::uint32_t m = 0; m < members.size(); ++m) {
-        RankState& R = ranks_[members[m]];
-        R.clock.comm_begins(R.list->ops[T.ops[m]].category, now_);
+        ranks_[members[m]].clock.comm_begins(T.ops[m].category, now_);
         if (observe_) {
-            for (SimObserver* obs : observers_) obs->comm_started(members[m], T.ops[m], now_);
+            for (SimObserver* obs : observers_) obs->comm_started(members[m], T.ops[m].op, now_);
         }
     }
     const Time delay = T.plan->phases.empty() ? Time(0) : T.plan->phases.front().latency;
@@ -92,15 +94,13 @@ void Engine::finish_transfer(std::uint32_t id) {
     const auto& members = program_.groups[group].ranks;
     for (std::uint32_t m = 0; m < members.size(); ++m) {
         const std::uint32_t rank = members[m];
-        const std::uint32_t op = transfers_[id].ops[m];
-        RankState& R = ranks_[rank];
-        const Op& o = R.list->ops[op];
-        R.clock.comm_ends(o.category, now_);
+        const MemberOp mo = transfers_[id].ops[m];
+        ranks_[rank].clock.comm_ends(mo.category, now_);
         if (observe_) {
-            for (SimObserver* obs : observers_) obs->comm_finished(rank, op, now_);
+            for (SimObserver* obs : observers_) obs->comm_finished(rank, mo.op, now_);
         }
-        result_.fingerprint += completion_digest(now_.value, rank, op);
-        stream_advanced(rank, o.stream, 1);
+        result_.fingerprint += completion_digest(now_.value, rank, mo.op);
+        stream_advanced(rank, mo.stream, 1);
     }
     free_transfers_.push_back(id);
 }

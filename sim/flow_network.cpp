@@ -49,8 +49,15 @@ FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, 
     f.rate = 0.0;
     f.last = now.value;
     ++active_;
-    attach(id);
-    reshare(id, {}, now.value);
+    if (attach(id)) {
+        // Alone on all its links (a tensor-parallel ring inside its node, typically): its
+        // component is itself, and water-filling gives it the tightest link, capacity / weight.
+        f.rate = solo_rate(f);
+        f.is_new = false;
+        announce(id, now.value);
+    } else {
+        reshare(id, {}, now.value);
+    }
     return id;
 }
 
@@ -89,11 +96,26 @@ FlowId FlowNetwork::allocate() {
     return static_cast<FlowId>(flows_.size() - 1);
 }
 
-void FlowNetwork::attach(FlowId id) {
+bool FlowNetwork::attach(FlowId id) {
     const FlowState& f = flows_[id];
+    bool alone = true;
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].flows.push_back({id, f.uses[i].weight});
+        if (!(f.uses[i].weight > 0.0)) continue;
+        auto& on = links_[f.uses[i].link].flows;
+        alone = alone && on.empty();  // a link used twice is not empty the second time
+        on.push_back({id, f.uses[i].weight});
     }
+    return alone;
+}
+
+// The rate water_fill() gives a flow that is alone on its links: the lowest capacity / weight
+// (the same expression, so the same double).
+double FlowNetwork::solo_rate(const FlowState& f) const {
+    double level = std::numeric_limits<double>::infinity();
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (f.uses[i].weight > 0.0) level = std::min(level, links_[f.uses[i].link].capacity / f.uses[i].weight);
+    }
+    return level;
 }
 
 void FlowNetwork::detach(FlowId id) {

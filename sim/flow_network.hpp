@@ -93,7 +93,8 @@ private:
     };
 
     FlowId allocate();
-    void attach(FlowId f);
+    bool attach(FlowId f);  // true when no other flow (nor another use of f) is on its links
+    double solo_rate(const FlowState& f) const;
     void detach(FlowId f);
     void collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links);
     void advance(FlowState& f, std::int64_t now);

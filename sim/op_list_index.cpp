@@ -47,6 +47,10 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         slot.op = op;
         slot.is_comm = is_communication(list.ops[op].kind);
         slot.category = list.ops[op].category;
+        slot.kind = list.ops[op].kind;
+        slot.group_slot = list.ops[op].group_slot;
+        slot.bytes = list.ops[op].bytes;
+        if (!slot.is_comm) slot.duration = durations[op].value;
         streams[s].push_back(slot);
     }
 

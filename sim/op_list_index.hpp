@@ -34,8 +34,14 @@ struct StreamSlot {
     std::uint32_t chain_last = 0; // compute chain head: position of the chain's last op
     std::int64_t chain_time = 0;       // chain head: summed durations of the chain (ps)
     std::int64_t chain_recompute = 0;  // chain head: the part of chain_time that is recomputation
+    std::int64_t duration = 0;         // compute: the op's own duration (ps), next to its chain
     bool is_comm = false;
     OpCategory category = OpCategory::Compute;
+    // Communication: the op's fields that posting needs, copied here so that a post reads only
+    // the slot it has at hand.
+    OpKind kind = OpKind::Elementwise;
+    std::uint16_t group_slot = 0;
+    Bytes bytes{0.0};
 };
 
 struct OpListIndex {

@@ -11,10 +11,11 @@
 namespace cuboid::sim {
 namespace {
 
+// Pending instances a group's ring holds at first; rings double when a member runs further ahead.
+constexpr std::uint32_t kInitialRing = 2;
+
 bool is_p2p(OpKind k) { return k == OpKind::Send || k == OpKind::Recv; }
 
-// Buffer sizes of matching ops are computed by the same formula on every member; allow only
-// the last bits of a double to differ.
 // The kind a partner must post: the other half of a pair, else the same collective.
 OpKind partner_kind(OpKind k) {
     if (k == OpKind::Send) return OpKind::Recv;
@@ -22,6 +23,8 @@ OpKind partner_kind(OpKind k) {
     return k;
 }
 
+// Buffer sizes of matching ops are computed by the same formula on every member; allow only
+// the last bits of a double to differ.
 bool same_bytes(Bytes a, Bytes b) {
     return std::abs(a.value - b.value) <= 1e-9 * std::max(std::abs(a.value), std::abs(b.value));
 }
@@ -29,73 +32,110 @@ bool same_bytes(Bytes a, Bytes b) {
 }  // namespace
 
 Rendezvous::Rendezvous(const Program& program) : program_(program), groups_(program.groups.size()) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].posted.assign(program.groups[g].ranks.size(), 0);
-}
-
-bool Rendezvous::post(std::uint32_t group, std::uint32_t member, std::uint32_t op_index, const Op& op) {
-    GroupState& gs = groups_[group];
-    const std::uint64_t instance = gs.posted[member]++;
-    const auto slot = static_cast<std::size_t>(instance - gs.started);
-    if (slot >= gs.pending.size()) gs.pending.resize(slot + 1);
-    Pending& p = gs.pending[slot];
-    const auto members = static_cast<std::uint32_t>(gs.posted.size());
-    if (p.posted == 0) {
-        if (is_p2p(op.kind) && members != 2) {
-            throw std::logic_error("send/recv op '" + program_.labels.at(op.label) + "' on group '" +
-                                   program_.labels.at(program_.groups[group].label) + "' of " +
-                                   std::to_string(members) + " ranks: a pair needs exactly 2");
-        }
-        p.first_member = member;
-        p.first_op = op_index;
-        p.first_kind = op.kind;
-        p.info = {is_p2p(op.kind) ? OpKind::Send : op.kind, op.bytes, program_.groups[group].ranks[0]};
-        p.ops.resize(members);
-    } else {
-        check_match(group, instance, p, member, op_index, op);
+    std::size_t members = 0;
+    for (const Group& g : program.groups) members += g.ranks.size();
+    posted_.assign(members, 0);
+    ring_.resize(groups_.size() * kInitialRing);
+    ops_.resize(members * kInitialRing);
+    std::uint32_t next = 0;
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        GroupState& gs = groups_[g];
+        gs.members = static_cast<std::uint32_t>(program.groups[g].ranks.size());
+        gs.posted_base = next;
+        gs.ring_base = static_cast<std::uint32_t>(g * kInitialRing);
+        gs.ring_cap = kInitialRing;
+        gs.ops_base = next * kInitialRing;
+        next += gs.members;
     }
-    if (op.kind == OpKind::Send) p.info.source = program_.groups[group].ranks[member];
-    p.ops[member] = op_index;
-    return ++p.posted == members;
 }
 
-InstanceInfo Rendezvous::take(std::uint32_t group, std::vector<std::uint32_t>& ops) {
+bool Rendezvous::post(std::uint32_t group, std::uint32_t member, const PostedOp& posted) {
     GroupState& gs = groups_[group];
-    Pending& p = gs.pending.front();
-    const InstanceInfo info = p.info;
-    ops.swap(p.ops);
-    p.posted = 0;
-    // Recycle the slot (and its buffer) at the back of the queue.
-    std::rotate(gs.pending.begin(), gs.pending.begin() + 1, gs.pending.end());
+    const std::uint32_t instance = posted_[gs.posted_base + member]++;
+    // Posting k implies having posted k-1, so the instance is pending already or the next one.
+    const std::uint32_t k = instance - gs.started;
+    if (k == gs.count) {
+        if (gs.count == gs.ring_cap) grow_ring(gs);
+        if (is_p2p(posted.kind) && gs.members != 2) reject_pair(group, member, posted);
+        const std::uint32_t i = ring_index(gs, gs.count++);
+        Pending& p = ring_[gs.ring_base + i];
+        p.posted = 0;
+        p.first_member = member;
+        p.first_op = posted.op;
+        p.first_kind = posted.kind;
+        p.info = {is_p2p(posted.kind) ? OpKind::Send : posted.kind, posted.bytes, program_.groups[group].ranks[0]};
+    }
+    const std::uint32_t i = ring_index(gs, k);
+    Pending& p = ring_[gs.ring_base + i];
+    if (p.posted > 0) check_match(group, instance, p, member, posted);
+    if (posted.kind == OpKind::Send) p.info.source = program_.groups[group].ranks[member];
+    ops_[gs.ops_base + i * gs.members + member] = {posted.op, posted.stream, posted.category};
+    return ++p.posted == gs.members && k == 0;
+}
+
+InstanceInfo Rendezvous::take(std::uint32_t group, std::span<const MemberOp>& ops) {
+    GroupState& gs = groups_[group];
+    const std::uint32_t i = gs.head;
+    ops = std::span<const MemberOp>(ops_.data() + gs.ops_base + i * gs.members, gs.members);
+    gs.head = i + 1 == gs.ring_cap ? 0 : i + 1;
+    --gs.count;
     ++gs.started;
-    return info;
+    return ring_[gs.ring_base + i].info;
+}
+
+// Moves the group's ring, oldest first, to a new region of twice the size at the end of the
+// arrays (the old region stays unused: rings grow rarely and only a little).
+void Rendezvous::grow_ring(GroupState& gs) {
+    const auto cap = gs.ring_cap * 2;
+    const auto ring_base = static_cast<std::uint32_t>(ring_.size());
+    const auto ops_base = static_cast<std::uint32_t>(ops_.size());
+    ring_.resize(ring_.size() + cap);
+    ops_.resize(ops_.size() + static_cast<std::size_t>(cap) * gs.members);
+    for (std::uint32_t k = 0; k < gs.count; ++k) {
+        const std::uint32_t from = ring_index(gs, k);
+        ring_[ring_base + k] = ring_[gs.ring_base + from];
+        std::copy_n(ops_.begin() + gs.ops_base + from * gs.members, gs.members,
+                    ops_.begin() + ops_base + k * gs.members);
+    }
+    gs.ring_base = ring_base;
+    gs.ops_base = ops_base;
+    gs.ring_cap = cap;
+    gs.head = 0;
 }
 
 std::vector<std::uint32_t> Rendezvous::missing_members(std::uint32_t group) const {
     const GroupState& gs = groups_[group];
-    const std::uint64_t most = *std::max_element(gs.posted.begin(), gs.posted.end());
+    const auto first = posted_.begin() + gs.posted_base;
+    const std::uint32_t most = *std::max_element(first, first + gs.members);
     std::vector<std::uint32_t> missing;
-    for (std::uint32_t m = 0; m < gs.posted.size(); ++m) {
-        if (gs.posted[m] < most) missing.push_back(m);
+    for (std::uint32_t m = 0; m < gs.members; ++m) {
+        if (first[m] < most) missing.push_back(m);
     }
     return missing;
 }
 
-void Rendezvous::check_match(std::uint32_t group, std::uint64_t instance, const Pending& p, std::uint32_t member,
-                             std::uint32_t op_index, const Op& op) const {
+void Rendezvous::reject_pair(std::uint32_t group, std::uint32_t member, const PostedOp& posted) const {
     const Group& g = program_.groups[group];
-    if (op.kind == partner_kind(p.first_kind) && same_bytes(op.bytes, p.info.bytes)) return;
-    const auto describe = [&](std::uint32_t m, std::uint32_t idx, OpKind kind, Bytes bytes) {
+    const Op& op = program_.op_lists[program_.ranks[g.ranks[member]].op_list].ops[posted.op];
+    throw std::logic_error("send/recv op '" + program_.labels.at(op.label) + "' on group '" +
+                           program_.labels.at(g.label) + "' of " + std::to_string(g.ranks.size()) +
+                           " ranks: a pair needs exactly 2");
+}
+
+void Rendezvous::check_match(std::uint32_t group, std::uint64_t instance, const Pending& p, std::uint32_t member,
+                             const PostedOp& posted) const {
+    const Group& g = program_.groups[group];
+    if (posted.kind == partner_kind(p.first_kind) && same_bytes(posted.bytes, p.info.bytes)) return;
+    const auto describe = [&](std::uint32_t m, std::uint32_t idx) {
         const auto& rp = program_.ranks[g.ranks[m]];
         const Op& o = program_.op_lists[rp.op_list].ops[idx];
-        return "rank " + std::to_string(g.ranks[m]) + " posted " + std::string(op_kind_name(kind)) + " of " +
-               std::to_string(bytes.value) + " bytes ('" + program_.labels.at(o.label) + "', op " +
+        return "rank " + std::to_string(g.ranks[m]) + " posted " + std::string(op_kind_name(o.kind)) + " of " +
+               std::to_string(o.bytes.value) + " bytes ('" + program_.labels.at(o.label) + "', op " +
                std::to_string(idx) + ")";
     };
-    const Op& first = program_.op_lists[program_.ranks[g.ranks[p.first_member]].op_list].ops[p.first_op];
     throw std::logic_error("communication mismatch on group '" + program_.labels.at(g.label) + "' (#" +
                            std::to_string(group) + ") instance " + std::to_string(instance) + ": " +
-                           describe(p.first_member, p.first_op, first.kind, first.bytes) + ", but " +
-                           describe(member, op_index, op.kind, op.bytes));
+                           describe(p.first_member, p.first_op) + ", but " + describe(member, posted.op));
 }
 
 }  // namespace cuboid::sim

@@ -145,6 +145,13 @@ LayerContext LayerContext::make(const LayerDims& d, Recompute r, const Labels& l
     return c;
 }
 
+LayerContext LayerContext::with_policy(Recompute r) const {
+    LayerContext c = *this;
+    c.memory = layer_memory(dims, r);
+    c.recompute = r;
+    return c;
+}
+
 std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phase, OpKind kind,
                                  std::uint32_t after) {
     if (!c.tp()) return kNoOp;
@@ -158,6 +165,8 @@ std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phas
 }
 
 void emit_layer_forward(OpEmitter& e, const LayerContext& c) { layer_forward(e, c, Phase::Forward); }
+
+void emit_layer_recompute(OpEmitter& e, const LayerContext& c) { layer_forward(e, c, Phase::Recompute); }
 
 void emit_layer_backward(OpEmitter& e, const LayerContext& c) {
     const bool sp = c.dims.sp;

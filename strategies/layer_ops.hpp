@@ -28,6 +28,8 @@ struct LayerContext {
     const Labels* labels = nullptr;
 
     static LayerContext make(const LayerDims& d, Recompute r, const Labels& labels);
+    // The same layer under another recompute policy (memory split and inner recompute).
+    LayerContext with_policy(Recompute r) const;
     double bsh() const { return static_cast<double>(dims.tokens() * dims.h); }
     bool tp() const { return dims.t > 1; }
 };
@@ -36,6 +38,9 @@ struct LayerContext {
 void emit_layer_forward(OpEmitter& e, const LayerContext& c);
 // The backward of one layer, preceded by its recomputation when the policy asks for it.
 void emit_layer_backward(OpEmitter& e, const LayerContext& c);
+// The recomputed forward of one layer on its own (Merak's R pass), allocating what `c`'s forward
+// did not keep; the backward that follows must not recompute again (policy None, same memory).
+void emit_layer_recompute(OpEmitter& e, const LayerContext& c);
 
 // A tensor-parallel collective of a full b*s*h activation after op `after`; kNoOp when t == 1.
 std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phase, sim::OpKind kind,

@@ -20,14 +20,14 @@ std::vector<NamedValue> schedule_names() {
     return {{"gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
             {"1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
             {"interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
-            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023); not yet supported"}};
+            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"}};
 }
 
 std::vector<NamedValue> recompute_names() {
     return {{"none", "store every activation"},
             {"full", "store each layer's input, recompute the layer before its backward"},
             {"selective", "recompute the attention core only (Korthikanti et al. 2022)"},
-            {"stage-aware", "per-stage checkpoint ratio (Merak); not yet supported"}};
+            {"stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"}};
 }
 
 std::vector<NamedValue> tensor_mode_names() {

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "strategies/layout.hpp"
+#include "strategies/schedule.hpp"
 
 namespace cuboid {
 namespace {
@@ -34,10 +35,6 @@ void check_model(const Checker& c, const ModelSpec& m) {
 }
 
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
-    c.require(p.schedule != Schedule::ShiftedCriticalPath, "parallel.schedule",
-              "shifted-critical-path is not yet supported; allowed now: gpipe, 1f1b, interleaved");
-    c.require(p.recompute != Recompute::StageAware, "parallel.recompute",
-              "stage-aware is not yet supported; allowed now: none, full, selective");
     c.require(p.tensor_mode == TensorMode::OneD, "parallel.tensor_mode",
               to_string(p.tensor_mode) + " is not yet supported; allowed now: 1d");
     c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
@@ -97,6 +94,12 @@ void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
     } else {
         c.require(p.virtual_stages == 1, "parallel.virtual_stages",
                   "virtual stages > 1 need schedule: interleaved");
+    }
+    if (p.schedule == Schedule::ShiftedCriticalPath) {
+        if (const auto why = scp_unsupported_reason(p.pipeline, micro_batches)) c.require(false, "parallel.schedule", *why);
+        c.require(p.recompute == Recompute::Full || p.recompute == Recompute::StageAware, "parallel.recompute",
+                  "shifted-critical-path pre-recomputes checkpointed micro-batches in the bubbles, so it needs "
+                  "recompute: full or stage-aware (got " + to_string(p.recompute) + ")");
     }
     const int chunks = p.pipeline * p.virtual_stages;
     c.require(sc.model.layers >= chunks, "parallel.pipeline",

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <thread>
 
+#include "sim/memory.hpp"
 #include "strategies/model_math.hpp"
 #include "strategies/program_groups.hpp"
 #include "strategies/stage_builder.hpp"
@@ -31,7 +33,7 @@ std::size_t ops_per_layer(const LayerContext& layer) {
     return scratch.ops.size();
 }
 
-StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage) {
+StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage, int checkpointed) {
     const ModelSpec& m = sc.model;
     const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
     StagePlan p;
@@ -39,6 +41,8 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.stage = stage;
     p.schedule = sc.parallel.schedule;
     p.layer = layer;
+    p.checkpointed_layers = checkpointed;
+    p.scp_whole_stage_recompute = sc.parallel.scp_whole_stage_recompute;
     p.ops_per_layer = ops_per_layer(layer);
     p.precision = sc.training.precision;
     p.message_bytes = message_bytes(layer.dims);
@@ -56,7 +60,47 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     return p;
 }
 
+LayerContext base_layer(const Scenario& sc, const Labels& labels) {
+    LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
+    layer.tp_backward_overlap = sc.parallel.tp_backward_overlap;
+    return layer;
+}
+
+// Peak memory of one stage's program with `k` checkpointed layers.
+double stage_peak(const Scenario& sc, const Layout& l, int stage, int k) {
+    sim::Program scratch;
+    const Labels labels = intern_labels(scratch);
+    sim::OpList list;
+    build_stage(list, stage_plan(sc, l, base_layer(sc, labels), stage, k));
+    return sim::peak_memory(list).peak.value;
+}
+
+// Smallest k in [0, layers] whose stage peak fits (the peak does not grow with k: a checkpointed
+// layer keeps only its input until its backward); `layers` when none fits.
+int fewest_fitting(const Scenario& sc, const Layout& l, int stage, double capacity) {
+    int lo = 0, hi = l.layers_on_stage(stage);
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (stage_peak(sc, l, stage, mid) <= capacity) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
 }  // namespace
+
+std::vector<int> checkpointed_layers(const Scenario& sc, const Layout& l, const BuildOptions& options) {
+    const Recompute r = sc.parallel.recompute;
+    const bool scp = sc.parallel.schedule == Schedule::ShiftedCriticalPath;
+    std::vector<int> k(static_cast<std::size_t>(l.pipeline), 0);
+    for (int s = 0; s < l.pipeline; ++s) {
+        if (scp && s == l.pipeline - 1) continue;  // SCP's last stage never recomputes
+        if (r == Recompute::Full) k[static_cast<std::size_t>(s)] = l.layers_on_stage(s);
+        if (r == Recompute::StageAware && std::isfinite(options.memory_capacity.value))
+            k[static_cast<std::size_t>(s)] = fewest_fitting(sc, l, s, options.memory_capacity.value);
+    }
+    return k;
+}
 
 Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
     const double params = stage_parameters_per_rank(sc.model, l, stage);
@@ -66,19 +110,23 @@ Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
     return b;
 }
 
-sim::Program build_program(const Scenario& sc, const Layout& l) {
+sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {
+    return build_program_checkpointing(sc, l, checkpointed_layers(sc, l, options));
+}
+
+sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed) {
     sim::Program program;
     const Labels labels = intern_labels(program);
     build_groups(program, l, labels);
-    LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
-    layer.tp_backward_overlap = sc.parallel.tp_backward_overlap;
+    const LayerContext layer = base_layer(sc, labels);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
     // Stages are independent (each writes only its own OpList), so they are built in parallel;
     // the result does not depend on the thread count.
     std::atomic<int> next{0};
     const auto worker = [&] {
         for (int s = next++; s < l.pipeline; s = next++)
-            build_stage(program.op_lists[static_cast<std::size_t>(s)], stage_plan(sc, l, layer, s));
+            build_stage(program.op_lists[static_cast<std::size_t>(s)],
+                        stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)]));
     };
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> helpers(std::min<std::size_t>(cores, static_cast<std::size_t>(l.pipeline)) - 1);

@@ -2,10 +2,14 @@
 //
 // One OpList per pipeline stage (ranks of a stage share it, each with its own groups, see
 // strategies/group_slots.hpp); layers at kernel granularity with real GEMM shapes; schedules
-// gpipe / 1f1b / interleaved; recompute none / full / selective; 1d tensor parallelism with
+// gpipe / 1f1b / interleaved / shifted-critical-path; recompute none / full / selective /
+// stage-aware; 1d tensor parallelism with
 // optional sequence parallelism; data parallelism with bucketed, overlapped gradient reduction
 // and ZeRO stages 0-2.
 #pragma once
+
+#include <limits>
+#include <vector>
 
 #include "sim/program.hpp"
 #include "strategies/layout.hpp"
@@ -13,8 +17,26 @@
 
 namespace cuboid {
 
+struct BuildOptions {
+    // GPU memory per rank. Stage-aware recomputation checkpoints, per stage, the fewest layers
+    // with which the stage's peak memory fits in it; unbounded: nothing is checkpointed.
+    Bytes memory_capacity{std::numeric_limits<double>::infinity()};
+};
+
 // `layout` must come from validate_plan(scenario).
-sim::Program build_program(const Scenario& scenario, const Layout& layout);
+sim::Program build_program(const Scenario& scenario, const Layout& layout, const BuildOptions& options = {});
+
+// Per stage, the layers that keep only their input and are recomputed in the backward:
+//  none, selective: 0; full: all (with shifted-critical-path, none on the last stage, Merak's
+//  rule); stage-aware (Merak, seed_algorithms §1.2, "memory decides"): the smallest count whose
+//  stage program peaks within options.memory_capacity (all when none fits; the last stage 0 under
+//  shifted-critical-path). The peak is sim::peak_memory of the stage's own OpList, so the choice
+//  accounts for the schedule's in-flight micro-batches (min(p-s, m) under 1F1B, 3 at SCP's p-2).
+std::vector<int> checkpointed_layers(const Scenario& scenario, const Layout& layout, const BuildOptions& options = {});
+
+// build_program with a given checkpointed_layers() choice.
+sim::Program build_program_checkpointing(const Scenario& scenario, const Layout& layout,
+                                         const std::vector<int>& checkpointed);
 
 // GEMM FLOPs the program executes over all GPUs (each OpList counted once per rank running it):
 // the model FLOPs plus recomputed forward work.

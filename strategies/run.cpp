@@ -13,7 +13,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     const Layout layout = validate_plan(sc);
     std::shared_ptr<const hw::Hardware> hardware =
         options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
-    const sim::Program program = build_program(sc, layout);
+    const std::vector<int> checkpointed =
+        checkpointed_layers(sc, layout, BuildOptions{hardware->gpu().memory_capacity});
+    const sim::Program program = build_program_checkpointing(sc, layout, checkpointed);
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);
 
@@ -30,6 +32,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     fill_memory(r, program, hardware->gpu());
     r.critical_rank = critical_rank(sim);
     if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
+    for (int s = 0; s < layout.pipeline; ++s)
+        r.stage_recompute_fraction.push_back(static_cast<double>(checkpointed[static_cast<std::size_t>(s)]) /
+                                             layout.layers_on_stage(s));
     r.sim_events = sim.events;
     r.sim_wall_s = wall.count();
     r.fingerprint = sim.fingerprint;

@@ -41,6 +41,9 @@ struct RunResult {
     double sim_wall_s = 0.0;
     std::uint64_t fingerprint = 0;
     std::vector<double> stage_peak_memory_bytes;   // per pipeline stage
+    // Per pipeline stage, the fraction of its layers checkpointed (recomputed in the backward):
+    // 0 or 1 for none / selective / full, the memory-driven choice for stage-aware.
+    std::vector<double> stage_recompute_fraction;
     // optional extras (time to train, cost, energy) when the scenario gives tokens / cost
     std::optional<double> time_to_train_s;
     std::optional<double> cost_usd;

@@ -55,6 +55,9 @@ struct ParallelPlan {
     // (Megatron-LM's asynchronous tensor-parallel all-reduce, 2022 on). false: the all-reduce
     // blocks the next kernel, as in Megatron-LM 2021 (SC'21).
     bool tp_backward_overlap = true;
+    // Shifted critical path: Merak's R pass re-runs the whole stage (its code switches
+    // checkpointing off for that call); false: only the checkpointed layers (seed_algorithms §1.1).
+    bool scp_whole_stage_recompute = true;
 };
 
 struct CostSpec {

@@ -1,6 +1,7 @@
 #include "strategies/schedule.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 
 namespace cuboid {
@@ -9,8 +10,8 @@ namespace {
 std::vector<PipelineStep> gpipe(int m) {
     std::vector<PipelineStep> out;
     out.reserve(static_cast<std::size_t>(2 * m));
-    for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
-    for (int i = m - 1; i >= 0; --i) out.push_back({false, i, 0});
+    for (int i = 0; i < m; ++i) out.push_back({Pass::Forward, i, 0});
+    for (int i = m - 1; i >= 0; --i) out.push_back({Pass::Backward, i, 0});
     return out;
 }
 
@@ -35,20 +36,30 @@ std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v,
     switch (schedule) {
         case Schedule::GPipe: return gpipe(m);
         case Schedule::OneFOneB: {
-            const auto f = [](int k) { return PipelineStep{true, k, 0}; };
-            const auto b = [](int k) { return PipelineStep{false, k, 0}; };
+            const auto f = [](int k) { return PipelineStep{Pass::Forward, k, 0}; };
+            const auto b = [](int k) { return PipelineStep{Pass::Backward, k, 0}; };
             return one_f_one_b(m, std::min(p - stage - 1, m), f, b);
         }
         case Schedule::Interleaved: {
             const auto micro = [p, v](int k) { return (k / (p * v)) * p + k % p; };
-            const auto f = [=](int k) { return PipelineStep{true, micro(k), (k / p) % v}; };
-            const auto b = [=](int k) { return PipelineStep{false, micro(k), v - 1 - (k / p) % v}; };
+            const auto f = [=](int k) { return PipelineStep{Pass::Forward, micro(k), (k / p) % v}; };
+            const auto b = [=](int k) { return PipelineStep{Pass::Backward, micro(k), v - 1 - (k / p) % v}; };
             const int total = m * v;
             return one_f_one_b(total, std::min(total, 2 * (p - stage - 1) + (v - 1) * p), f, b);
         }
-        case Schedule::ShiftedCriticalPath: break;
+        case Schedule::ShiftedCriticalPath: return scp_stage_schedule(p, m, stage);
     }
-    throw std::logic_error("stage_schedule: schedule not supported by the builder");
+    throw std::logic_error("stage_schedule: unknown schedule");
+}
+
+std::string step_words(const std::vector<PipelineStep>& steps, bool chunks) {
+    std::ostringstream out;
+    static constexpr const char* kWord[] = {"F", "Fc", "R", "B"};  // indexed by Pass
+    for (const PipelineStep& s : steps) {
+        out << (out.tellp() > 0 ? " " : "") << kWord[static_cast<int>(s.pass)] << s.micro;
+        if (chunks) out << "." << s.chunk;
+    }
+    return out.str();
 }
 
 }  // namespace cuboid

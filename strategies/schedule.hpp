@@ -1,24 +1,48 @@
 // Pipeline schedules as per-stage compute orders: which (micro-batch, model chunk) a stage runs
-// forward or backward, step after step. Communication follows from this order.
+// forward, pre-checkpointed forward, recomputes or runs backward, step after step.
+// Communication follows from this order.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
 
-struct PipelineStep {
-    bool forward = true;
-    int micro = 0;  // micro-batch
-    int chunk = 0;  // local model chunk (virtual stage), 0..v-1
+// The compute-side passes of a stage (seed_algorithms §1.1 notation F, Fc, R, B).
+enum class Pass : std::uint8_t {
+    Forward,         // F: layers keep what the stage's recompute policy stores
+    ForwardCkpt,     // Fc: Merak's pre-checkpoint forward, the micro-batch keeps only its inputs
+    Recompute,       // R: re-run of an Fc micro-batch's forward, before its gradient is awaited
+    Backward,        // B: backward (with inner recompute of checkpointed layers after an F)
 };
 
-// Order of stage `stage` of `p` for `m` micro-batches and `v` chunks (seed_algorithms §5.1):
+struct PipelineStep {
+    Pass pass = Pass::Forward;
+    int micro = 0;  // micro-batch
+    int chunk = 0;  // local model chunk (virtual stage), 0..v-1
+
+    bool is_forward() const { return pass == Pass::Forward || pass == Pass::ForwardCkpt; }
+};
+
+// Order of stage `stage` of `p` for `m` micro-batches and `v` chunks (seed_algorithms §5.1, §1.1):
 //  gpipe: F_0..F_{m-1}, then B_{m-1}..B_0.
 //  1f1b: min(p-s-1, m) warm-up forwards, then F/B alternating, then the remaining backwards.
 //  interleaved (Megatron): forward k runs chunk (k / p) % v on micro-batch (k / (p v)) p + k % p,
 //    warm-up min(m v, 2 (p-s-1) + (v-1) p), then 1F1B; backwards visit chunks in reverse.
+//  shifted-critical-path (Merak): see schedule_scp.cpp.
 std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v, int stage);
+
+// Merak's shifted critical path order of one stage (Lai et al. 2023; Merak's
+// full_critical_path_1f1b, seed_algorithms §1.1). Needs scp_unsupported_reason(p, m) empty.
+std::vector<PipelineStep> scp_stage_schedule(int p, int m, int stage);
+
+// Why SCP cannot run `p` stages with `m` micro-batches (Merak's preconditions), or nothing.
+std::optional<std::string> scp_unsupported_reason(int p, int m);
+
+// "F0 Fc1 R0 B0 ..." (with ".c" after the micro-batch when `chunks` is true).
+std::string step_words(const std::vector<PipelineStep>& steps, bool chunks = false);
 
 }  // namespace cuboid

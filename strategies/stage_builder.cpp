@@ -16,12 +16,27 @@ class StageBuilder {
 public:
     StageBuilder(sim::OpList& list, const StagePlan& plan)
         : plan_(plan), l_(*plan.layout), labels_(*plan.layer.labels), e_(list, plan.precision),
-          backwards_done_(static_cast<std::size_t>(l_.virtual_stages), 0) {}
+          backwards_done_(static_cast<std::size_t>(l_.virtual_stages), 0),
+          pre_checkpointed_(static_cast<std::size_t>(l_.micro_batches), 0),
+          grad_received_(static_cast<std::size_t>(l_.micro_batches), 0) {
+        const Recompute r = plan.layer.recompute;
+        plain_ = r == Recompute::None || r == Recompute::Selective ? plan.layer : plan.layer.with_policy(Recompute::None);
+        checkpointed_ = plan.layer.with_policy(Recompute::Full);
+        after_recompute_ = checkpointed_;
+        after_recompute_.recompute = Recompute::None;  // frees what the forward and R allocated
+    }
 
     void build() {
         const auto steps = stage_schedule(plan_.schedule, l_.pipeline, l_.micro_batches, l_.virtual_stages, plan_.stage);
         reserve(steps.size());
-        for (const PipelineStep& s : steps) s.forward ? forward(s.chunk) : backward(s.chunk);
+        for (const PipelineStep& s : steps) {
+            switch (s.pass) {
+                case Pass::Forward:
+                case Pass::ForwardCkpt: forward(s); break;
+                case Pass::Recompute: recompute(s); break;
+                case Pass::Backward: backward(s); break;
+            }
+        }
         if (!plan_.dp_overlap) reduce_gradients(total_params(), e_.last_compute());
         optimizer_step();
     }
@@ -42,27 +57,71 @@ private:
         return comm_op(kind, label, plan_.message_bytes, stream, slot, OpCategory::PipelineComm);
     }
 
-    void receive(std::uint32_t label, std::uint16_t slot) {
-        const std::uint32_t recv = e_.comm(p2p(OpKind::Recv, label, slot), kNoOp);
-        if (!plan_.gather_after_recv) return e_.wait_for(recv);
-        const double full = plan_.message_bytes * l_.tensor;
-        e_.wait_for(e_.comm(comm_op(OpKind::AllGather, labels_.pp_gather, full, sim::stream::kTensorComm,
-                                    slot::kTensor, OpCategory::PipelineComm),
-                            recv));
+    // Receives a message (and gathers it over the tensor group); the next compute op waits for
+    // it. Returns the op that completes the receipt.
+    std::uint32_t receive(std::uint32_t label, std::uint16_t slot) {
+        std::uint32_t done = e_.comm(p2p(OpKind::Recv, label, slot), kNoOp);
+        if (plan_.gather_after_recv) {
+            const double full = plan_.message_bytes * l_.tensor;
+            done = e_.comm(comm_op(OpKind::AllGather, labels_.pp_gather, full, sim::stream::kTensorComm,
+                                   slot::kTensor, OpCategory::PipelineComm),
+                           done);
+        }
+        e_.wait_for(done);
+        return done;
     }
 
-    void forward(int chunk) {
-        const int n = l_.layers_of(plan_.stage, chunk);
-        const bool first = l_.holds_embedding(plan_.stage, chunk), last = l_.holds_head(plan_.stage, chunk);
+    // Stage-level index of a chunk's first layer (chunks in local order).
+    int first_layer(int chunk) const {
+        int j = 0;
+        for (int c = 0; c < chunk; ++c) j += l_.layers_of(plan_.stage, c);
+        return j;
+    }
+    bool checkpointed(int j) const { return j < plan_.checkpointed_layers; }
+    // Layers an Fc forward leaves to its R pass.
+    bool pre_checkpointed(int j) const { return plan_.scp_whole_stage_recompute || checkpointed(j); }
+    const LayerContext& context(int j) const { return checkpointed(j) ? checkpointed_ : plain_; }
+
+    // Merak's stage p-2 sends the activations of micro-batches 1 and 2 only after R_0 / R_1 and
+    // the gradient they wait for (seed_algorithms §1.1, communication order of stage p-2).
+    bool defers_send(int micro) const {
+        return plan_.schedule == Schedule::ShiftedCriticalPath && plan_.stage == l_.pipeline - 2 &&
+               (micro == 1 || micro == 2);
+    }
+
+    void forward(const PipelineStep& st) {
+        const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
+        const bool first = l_.holds_embedding(plan_.stage, st.chunk), last = l_.holds_head(plan_.stage, st.chunk);
+        const bool fc = st.pass == Pass::ForwardCkpt;
+        pre_checkpointed_[static_cast<std::size_t>(st.micro)] = fc ? 1 : 0;
         if (!first) receive(labels_.recv_act, slot::kActFromPrev);
         if (first) emit_embedding_forward(e_, plan_.layer);
-        for (int i = 0; i < n; ++i) emit_layer_forward(e_, plan_.layer);
+        for (int i = 0; i < n; ++i)
+            emit_layer_forward(e_, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
         if (last) return emit_head_forward(e_, plan_.layer);
+        if (defers_send(st.micro)) return deferred_sends_.push_back(e_.last_compute());
         e_.comm(p2p(OpKind::Send, labels_.send_act, slot::kActToNext), e_.last_compute());
     }
 
-    void backward(int chunk) {
-        const int n = l_.layers_of(plan_.stage, chunk);
+    // R: re-run the pre-checkpointed layers, then wait for the gradient (Merak's R embeds rG).
+    void recompute(const PipelineStep& st) {
+        const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
+        for (int i = 0; i < n; ++i)
+            if (pre_checkpointed(base + i)) emit_layer_recompute(e_, checkpointed_);
+        const std::uint32_t grad = receive(labels_.recv_grad, slot::kGradFromNext);
+        grad_received_[static_cast<std::size_t>(st.micro)] = 1;
+        if (deferred_sends_.empty()) return;
+        e_.comm(p2p(OpKind::Send, labels_.send_act, slot::kActToNext), {e_.last_compute(), grad});
+        deferred_sends_.erase(deferred_sends_.begin());
+    }
+
+    const LayerContext& backward_context(int micro, int j) const {
+        if (!pre_checkpointed_[static_cast<std::size_t>(micro)]) return context(j);
+        return pre_checkpointed(j) ? after_recompute_ : plain_;
+    }
+
+    void backward(const PipelineStep& st) {
+        const int chunk = st.chunk, n = l_.layers_of(plan_.stage, chunk), base = first_layer(chunk);
         const bool first = l_.holds_embedding(plan_.stage, chunk), last = l_.holds_head(plan_.stage, chunk);
         const bool final_pass = ++backwards_done_[static_cast<std::size_t>(chunk)] == l_.micro_batches;
         const bool bucketed = final_pass && plan_.dp_overlap && data_parallel();
@@ -74,13 +133,13 @@ private:
                 bucket = 0.0;
             }
         };
-        if (!last) receive(labels_.recv_grad, slot::kGradFromNext);
+        if (!last && !grad_received_[static_cast<std::size_t>(st.micro)]) receive(labels_.recv_grad, slot::kGradFromNext);
         if (last) {
             emit_head_backward(e_, plan_.layer);
             add(plan_.head_params);
         }
-        for (int i = 0; i < n; ++i) {
-            emit_layer_backward(e_, plan_.layer);
+        for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
+            emit_layer_backward(e_, backward_context(st.micro, base + i));
             add(plan_.layer_params);
         }
         if (first) {
@@ -129,7 +188,11 @@ private:
     const Labels& labels_;
     OpEmitter e_;
     std::vector<int> backwards_done_;
+    std::vector<char> pre_checkpointed_;  // per micro-batch: forwarded as Fc
+    std::vector<char> grad_received_;     // per micro-batch: its R already received the gradient
+    std::vector<std::uint32_t> deferred_sends_;  // activation sends waiting for the next R
     std::vector<std::uint32_t> reductions_;
+    LayerContext plain_, checkpointed_, after_recompute_;
 };
 
 }  // namespace

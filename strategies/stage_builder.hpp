@@ -13,6 +13,14 @@ struct StagePlan {
     int stage = 0;
     Schedule schedule = Schedule::OneFOneB;
     LayerContext layer;                 // one layer (all layers are alike)
+    // Layers of this stage that keep only their input and are recomputed in the backward
+    // (recompute full or stage-aware), counted from the stage's first layer over its chunks
+    // (Megatron's `recompute_method: block`). 0 with none / selective.
+    int checkpointed_layers = 0;
+    // SCP's R pass re-runs the whole stage (Merak's code: checkpointing is switched off for that
+    // call), so its Fc forward keeps only layer inputs; false: R re-runs only the checkpointed
+    // layers and Fc keeps the others' activations (a paper-style reading, seed_algorithms §1.1).
+    bool scp_whole_stage_recompute = true;
     std::size_t ops_per_layer = 64;     // ops (and at most as many deps) of one layer's F + B
     sim::Precision precision = sim::Precision::Bf16;
     // Pipeline messages: Megatron's scatter/gather optimisation (Narayanan et al. SC'21 §4.1)

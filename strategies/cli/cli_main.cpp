@@ -8,6 +8,10 @@
 #include "strategies/cli/list_command.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/suggest.hpp"
+#include "strategies/cli/sweep_command.hpp"
+
+#include <iostream>
+#include <unistd.h>
 
 #ifndef CUBOID_VERSION
 #define CUBOID_VERSION "unknown"
@@ -20,8 +24,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--quiet]\n"
+    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid sweep|search|whatif ...   (not implemented yet)\n"
+    "       cuboid search|whatif ...   (not implemented yet)\n"
     "       cuboid --help | --version\n"
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
@@ -37,7 +42,10 @@ po::options_description visible_options() {
          "KEY=VALUE: override one scenario key by its dotted path (repeatable)")                    //
         ("json", po::value<std::string>(), "write the JSON result to FILE, or '-' for stdout only")  //
         ("trace", po::value<std::string>(), "write a Perfetto / chrome://tracing timeline to FILE")  //
-        ("quiet,q", "no human-readable report");
+        ("csv", po::value<std::string>(), "sweep: write the rows as CSV to FILE, or '-' for stdout only")  //
+        ("threads", po::value<int>(), "sweep: points run at once (default: the hardware threads)")     //
+        ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit")        //
+        ("quiet,q", "no human-readable report (sweep: no table, no progress line)");
     return o;
 }
 
@@ -70,7 +78,14 @@ std::string one_operand(const Parsed& p, const char* what) {
     return p.operands.front();
 }
 
+// An option of another command is an error rather than silently ignored.
+void reject_options(const Parsed& p, std::initializer_list<const char*> options) {
+    for (const char* o : options)
+        if (p.vm.count(o)) usage_error(fmt::format("'cuboid {}' does not take --{}", p.command, o));
+}
+
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
+    reject_options(p, {"csv", "threads", "top"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
@@ -78,6 +93,21 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     if (p.vm.count("trace")) r.trace = p.vm["trace"].as<std::string>();
     r.quiet = p.vm.count("quiet") > 0;
     return run_command(r, out, err);
+}
+
+int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
+    reject_options(p, {"trace"});
+    SweepRequest r;
+    r.scenario_path = one_operand(p, "scenario file");
+    if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
+    if (p.vm.count("csv")) r.csv = p.vm["csv"].as<std::string>();
+    if (p.vm.count("json")) r.json = p.vm["json"].as<std::string>();
+    if (p.vm.count("threads")) r.threads = p.vm["threads"].as<int>();
+    if (p.vm.count("top")) r.top = p.vm["top"].as<int>();
+    r.quiet = p.vm.count("quiet") > 0;
+    // Progress only where a person watches: the process's own standard error, on a terminal.
+    r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
+    return sweep_command(r, out, err);
 }
 
 int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
@@ -95,8 +125,9 @@ int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
         list_command(one_operand(p, "topic"), out);
         return kExitOk;
     }
-    if (p.command == "sweep" || p.command == "search" || p.command == "whatif") {
-        fmt::print(err, "cuboid {}: not implemented yet; only 'run' and 'list' are available in this version\n",
+    if (p.command == "sweep") return sweep(p, out, err);
+    if (p.command == "search" || p.command == "whatif") {
+        fmt::print(err, "cuboid {}: not implemented yet; only 'run', 'sweep' and 'list' are available in this version\n",
                    p.command);
         return kExitBadInput;
     }

@@ -99,3 +99,24 @@ TEST_CASE("two runs give the same JSON except the wall time", "[cli][binary]") {
     CHECK(first == second);
     CHECK(first.at("fingerprint") == second.at("fingerprint"));
 }
+
+TEST_CASE("cuboid sweep --csv - writes only the CSV, and no progress line off a terminal", "[cli][binary]") {
+    // 2 x 2 points of GPT 1.7B on one 8-GPU node (standard error goes to a file here, not a terminal).
+    const auto file = std::filesystem::temp_directory_path() / "cuboid_binary_test_sweep.yaml";
+    std::ofstream(file) << "model: {preset: gpt-1.7b}\n"
+                           "cluster: {gpu: a100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
+                           "training: {global_batch: 16}\n"
+                           "sweep: {parallel.tensor: [1, 2], parallel.pipeline: [1, 2]}\n";
+    const Outcome o = run_cuboid("sweep '" + file.string() + "' --csv - --threads 2");
+    INFO(o.err);
+    CHECK(o.code == 0);
+    CHECK(o.err.empty());
+    std::istringstream lines(o.out);
+    std::string header;
+    std::getline(lines, header);
+    CHECK(header.rfind("parallel.tensor,parallel.pipeline,status,", 0) == 0);
+    int rows = 0;
+    for (std::string line; std::getline(lines, line);) ++rows;
+    CHECK(rows == 2 * 2);
+    std::filesystem::remove(file);
+}

@@ -80,8 +80,12 @@ TEST_CASE("each invalid plan is rejected at its key") {
               s.training.global_batch = 6;  // 3 micro-batches, not a multiple of p = 2
           }) == "training.global_batch");
     CHECK(rejected_key([](S s) { s.model.layers = 1; }) == "parallel.pipeline");
-    CHECK(rejected_key([](S s) { s.parallel.schedule = Schedule::ShiftedCriticalPath; }) == "parallel.schedule");
-    CHECK(rejected_key([](S s) { s.parallel.recompute = Recompute::StageAware; }) == "parallel.recompute");
+    CHECK(rejected_key([](S s) { s.parallel.schedule = Schedule::ShiftedCriticalPath; }) == "parallel.recompute");
+    CHECK(rejected_key([](S s) {
+              s.parallel.schedule = Schedule::ShiftedCriticalPath;
+              s.parallel.recompute = Recompute::Full;
+              s.training.global_batch = 6;  // 3 micro-batches: Merak's SCP needs m >= 4
+          }) == "parallel.schedule");
     CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor_mode");
     CHECK(rejected_key([](S s) { s.parallel.overlap_chunks = 2; }) == "parallel.overlap_chunks");
     CHECK(rejected_key([](S s) { s.parallel.zero_stage = 3; }) == "parallel.zero_stage");
@@ -107,14 +111,16 @@ TEST_CASE("rejections name the file and line of the key and say what is allowed"
     sc.source_file = "plan.yaml";
     sc.key_lines["parallel.schedule"] = 17;
     sc.parallel.schedule = Schedule::ShiftedCriticalPath;
+    sc.parallel.recompute = Recompute::Full;
+    sc.training.global_batch = 6;  // 3 micro-batches per pipeline
     try {
         validate_plan(sc);
         FAIL("accepted");
     } catch (const InputError& e) {
         const std::string what = e.what();
         CHECK(what.find("plan.yaml:17") != std::string::npos);
-        CHECK(what.find("not yet supported") != std::string::npos);
-        CHECK(what.find("1f1b") != std::string::npos);
+        CHECK(what.find(">= 4") != std::string::npos);
+        CHECK(what.find("got 3 micro-batches") != std::string::npos);
     }
 }
 

@@ -11,16 +11,13 @@ using namespace cuboid;
 
 namespace {
 
-std::string listing(const std::vector<PipelineStep>& steps) {
-    std::ostringstream out;
-    for (const auto& s : steps) out << (out.tellp() > 0 ? " " : "") << (s.forward ? "F" : "B") << s.micro;
-    return out.str();
-}
+std::string listing(const std::vector<PipelineStep>& steps) { return step_words(steps); }
 
 // Largest number of micro-batches forwarded but not yet back-propagated.
 int peak_in_flight(const std::vector<PipelineStep>& steps) {
     int now = 0, peak = 0;
-    for (const auto& s : steps) peak = std::max(peak, now += s.forward ? 1 : -1);
+    for (const auto& s : steps)
+        if (s.pass != Pass::Recompute) peak = std::max(peak, now += s.is_forward() ? 1 : -1);
     return peak;
 }
 
@@ -57,10 +54,10 @@ TEST_CASE("interleaved: every (micro-batch, chunk) runs forward once, then backw
                     std::map<std::pair<int, int>, int> state;  // 0 none, 1 forwarded, 2 done
                     for (const auto& st : steps) {
                         int& x = state[{st.micro, st.chunk}];
-                        CHECK(x == (st.forward ? 0 : 1));
-                        x = st.forward ? 1 : 2;
+                        CHECK(x == (st.is_forward() ? 0 : 1));
+                        x = st.is_forward() ? 1 : 2;
                         // Forward through chunks in order: chunk c of a micro-batch after chunk c-1.
-                        if (st.forward && st.chunk > 0) CHECK(state[{st.micro, st.chunk - 1}] >= 1);
+                        if (st.is_forward() && st.chunk > 0) CHECK(state[{st.micro, st.chunk - 1}] >= 1);
                     }
                     CHECK(state.size() == static_cast<std::size_t>(m * v));
                 }
@@ -71,12 +68,7 @@ TEST_CASE("interleaved order of Megatron for p = 2, v = 2, m = 4") {
     // stage 0 warm-up min(8, 2*(2-0-1) + (2-1)*2) = 4, stage 1: min(8, 0 + 2) = 2.
     const auto s0 = stage_schedule(Schedule::Interleaved, 2, 4, 2, 0);
     const auto s1 = stage_schedule(Schedule::Interleaved, 2, 4, 2, 1);
-    const auto words = [](const std::vector<PipelineStep>& st) {
-        std::ostringstream w;
-        for (const auto& s : st)
-            w << (w.tellp() > 0 ? " " : "") << (s.forward ? "F" : "B") << s.micro << "." << s.chunk;
-        return w.str();
-    };
+    const auto words = [](const std::vector<PipelineStep>& st) { return step_words(st, true); };
     CHECK(words(s0) == "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0");
     CHECK(words(s1) == "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0");
 }

@@ -1,0 +1,111 @@
+// Achieved bandwidth of the memory-bound kernels (memory_kernels.cuh) against bytes moved.
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "calibrate/cuda/memory_kernels.cuh"
+#include "calibrate/cuda/sweeps.hpp"
+#include "calibrate/cuda/timing.cuh"
+
+namespace cuboid::calibrate {
+namespace {
+
+namespace k = kernels;
+
+constexpr int kThreads = 256;
+constexpr int kRowLength = 8192;  // layer norm: a hidden size; softmax: a sequence length
+
+// HBM bytes moved per element (see each kernel's comment).
+double bytes_per_element(const std::string& kernel) {
+    if (kernel == "copy") return 4.0;  // bf16 in and out
+    if (kernel == "residual-add" || kernel == "swiglu") return 6.0;
+    if (kernel == "dropout") return 5.0;
+    if (kernel == "adam") return 28.0;
+    return 4.0;  // gelu, layer-norm, softmax
+}
+
+// Enough blocks to fill the GPU several times over, grid-stride beyond that.
+int blocks_for(std::size_t items, int sms) {
+    return int(std::min<std::size_t>((items + kThreads - 1) / kThreads, std::size_t(sms) * 32));
+}
+
+// Carves operands out of one allocation (256-byte aligned).
+struct Carver {
+    char* base;
+    std::size_t offset = 0;
+    template <class T>
+    T* take(std::size_t count) {
+        T* p = reinterpret_cast<T*>(base + offset);
+        offset += (count * sizeof(T) + 255) / 256 * 256;
+        return p;
+    }
+};
+
+std::function<void()> launcher(const std::string& kernel, std::size_t n, char* base, int sms, cudaStream_t s) {
+    Carver c{base};
+    const int b8 = blocks_for(n / 8, sms);
+    if (kernel == "copy") {
+        auto* x = c.take<uint4>(n / 8);
+        auto* y = c.take<uint4>(n / 8);
+        return [=] { k::copy<<<b8, kThreads, 0, s>>>(x, y, n / 8); };
+    }
+    if (kernel == "residual-add" || kernel == "swiglu") {
+        auto* a = c.take<k::bf16>(n);
+        auto* b = c.take<k::bf16>(n);
+        auto* y = c.take<k::bf16>(n);
+        if (kernel == "swiglu") return [=] { k::swiglu<<<b8, kThreads, 0, s>>>(a, b, y, n / 8); };
+        return [=] { k::residual_add<<<b8, kThreads, 0, s>>>(a, b, y, n / 8); };
+    }
+    if (kernel == "gelu") {
+        auto* x = c.take<k::bf16>(n);
+        auto* y = c.take<k::bf16>(n);
+        return [=] { k::gelu<<<b8, kThreads, 0, s>>>(x, y, n / 8); };
+    }
+    if (kernel == "dropout") {
+        auto* x = c.take<k::bf16>(n);
+        auto* y = c.take<k::bf16>(n);
+        auto* m = c.take<std::uint8_t>(n);
+        return [=] { k::dropout<<<b8, kThreads, 0, s>>>(x, y, m, n / 8, 0.1f, 42); };
+    }
+    if (kernel == "adam") {
+        auto* w = c.take<float>(n);
+        auto* g = c.take<float>(n);
+        auto* m = c.take<float>(n);
+        auto* v = c.take<float>(n);
+        return [=] { k::adam<<<blocks_for(n, sms), kThreads, 0, s>>>(w, g, m, v, n, 1e-4f, 0.9f, 0.999f, 1e-8f); };
+    }
+    // Row kernels: kRowLength / 8 vectors per row over kThreads threads, kRowVecs each.
+    const int rows = int(n / kRowLength);
+    auto* x = c.take<k::bf16>(n);
+    auto* y = c.take<k::bf16>(n);
+    if (kernel == "softmax") return [=] { k::softmax<<<rows, kThreads, 0, s>>>(x, y, kRowLength); };
+    auto* gamma = c.take<k::bf16>(kRowLength);
+    auto* beta = c.take<k::bf16>(kRowLength);
+    return [=] { k::layer_norm<<<rows, kThreads, 0, s>>>(x, gamma, beta, y, kRowLength); };
+}
+
+static_assert(kRowLength <= 8 * kThreads * k::kRowVecs, "a row must fit the registers of one block");
+
+}  // namespace
+
+void measure_memory_kernels(int device, const Plan& plan, Measurements& out) {
+    CUBOID_CUDA(cudaSetDevice(device));
+    cudaStream_t stream = nullptr;
+    CUBOID_CUDA(cudaStreamCreate(&stream));
+    const double largest = *std::max_element(plan.memory_bytes.begin(), plan.memory_bytes.end());
+    DeviceBuffer buffer(std::size_t(largest) + (1u << 20));
+    // Random bf16 data (values in [-1, 1)), so that GeLU and exp see realistic inputs.
+    fill(buffer.as<k::bf16>(), buffer.bytes() / 2, 7, stream);
+    for (const auto& kernel : plan.memory_kernels)
+        for (double target : plan.memory_bytes) {
+            // Elements: a whole number of rows (row kernels) and of 8-element vectors.
+            std::size_t n = std::size_t(target / bytes_per_element(kernel));
+            n = std::max<std::size_t>(n / kRowLength * kRowLength, kRowLength);
+            const auto run = launcher(kernel, n, buffer.as<char>(), out.device.sm_count, stream);
+            const double seconds = time_per_call(stream, plan, run);
+            out.memory.push_back({kernel, double(n) * bytes_per_element(kernel), seconds});
+        }
+    cudaStreamDestroy(stream);
+}
+
+}  // namespace cuboid::calibrate

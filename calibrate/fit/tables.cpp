@@ -1,0 +1,125 @@
+#include "calibrate/fit/tables.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+
+#include "hardware_models/catalog_parse.hpp"
+#include "hardware_models/collectives.hpp"
+
+namespace cuboid::calibrate {
+namespace {
+
+// 2mnk per product: one multiply and one add per (row, column, reduction) triple.
+double gemm_flops(const GemmPoint& p) {
+    return 2.0 * double(p.m) * double(p.n) * double(p.k) * double(std::max<std::int64_t>(p.batch, 1));
+}
+
+sim::OpKind collective_kind(const std::string& name) {
+    using K = sim::OpKind;
+    for (K k : {K::AllReduce, K::AllGather, K::ReduceScatter, K::Broadcast, K::AllToAll, K::Send})
+        if (name == hw::collective_kind_name(k)) return k;
+    throw std::invalid_argument("unknown collective '" + name + "'");
+}
+
+}  // namespace
+
+double work_seconds(double seconds, Time launch) {
+    return std::max(seconds - to_seconds(launch), kMinWorkFraction * seconds);
+}
+
+std::vector<hw::GemmSample> gemm_samples(const std::vector<GemmPoint>& points, Time launch) {
+    std::vector<hw::GemmSample> out;
+    for (const auto& p : points) {
+        const auto precision = hw::precision_from_name(p.precision);
+        if (!precision || p.seconds <= 0.0) continue;
+        out.push_back({*precision, p.m, p.n, p.k, gemm_flops(p) / work_seconds(p.seconds, launch) / 1e12});
+    }
+    return out;
+}
+
+std::vector<BatchedGemmSample> batched_gemm_samples(const std::vector<GemmPoint>& points, Time launch) {
+    std::vector<BatchedGemmSample> out;
+    for (const auto& p : points)
+        if (p.seconds > 0.0)
+            out.push_back({p.precision, p.batch, p.m, p.n, p.k,
+                           gemm_flops(p) / work_seconds(p.seconds, launch) / 1e12});
+    return out;
+}
+
+std::string memory_kind_of(const std::string& kernel) {
+    if (kernel == "gelu" || kernel == "swiglu") return "activation";
+    if (kernel == "residual-add") return "elementwise";
+    if (kernel == "adam") return "optimizer";
+    return kernel;  // layer-norm, softmax, dropout, copy
+}
+
+std::vector<hw::MemorySample> memory_samples(const std::vector<MemoryPoint>& points, Time launch) {
+    // (kind, bytes, GB/s), sorted; then runs of one kind within kSameSize of each other merge.
+    std::vector<std::tuple<std::string, double, double>> rows;
+    for (const auto& p : points)
+        if (p.seconds > 0.0 && p.bytes > 0.0)
+            rows.emplace_back(memory_kind_of(p.kernel), p.bytes, p.bytes / work_seconds(p.seconds, launch) / 1e9);
+    std::sort(rows.begin(), rows.end());
+    std::vector<hw::MemorySample> out;
+    for (std::size_t i = 0; i < rows.size();) {
+        const std::string kind = std::get<0>(rows[i]);
+        const double first_bytes = std::get<1>(rows[i]);
+        double bytes = 0.0, rate = 0.0;
+        std::size_t j = i;
+        for (; j < rows.size() && std::get<0>(rows[j]) == kind && std::get<1>(rows[j]) <= first_bytes * kSameSize; ++j)
+            bytes += std::get<1>(rows[j]), rate += std::get<2>(rows[j]);
+        const double count = double(j - i);
+        out.push_back({kind, bytes / count, rate / count});
+        i = j;
+    }
+    return out;
+}
+
+std::vector<CollectiveFit> collective_fits(const std::vector<CollectivePoint>& points) {
+    std::map<std::pair<std::string, int>, std::vector<TransferSample>> groups;
+    for (const auto& p : points) {
+        const double factor = hw::bus_factor(collective_kind(p.kind), p.ranks);
+        groups[{p.kind, p.ranks}].push_back({factor * p.bytes, p.seconds});
+    }
+    std::vector<CollectiveFit> out;
+    for (const auto& [key, samples] : groups) {
+        if (samples.size() < 2) continue;
+        CollectiveFit f;
+        f.fit = fit_alpha_beta(samples);
+        f.sample.kind = collective_kind(key.first);
+        f.sample.algorithm = "auto";  // NCCL's own choice per size; one line through all of them
+        f.sample.ranks = key.second;
+        f.sample.alpha = f.fit.alpha;
+        f.sample.bus_gb_per_s = f.fit.beta.value / 1e9;
+        out.push_back(f);
+    }
+    return out;
+}
+
+std::vector<CopyFit> copy_fits(const std::vector<CopyPoint>& points) {
+    std::map<std::string, std::vector<TransferSample>> by_direction;
+    for (const auto& p : points) by_direction[p.direction].push_back({p.bytes, p.seconds});
+    std::vector<CopyFit> out;
+    for (const auto& [direction, samples] : by_direction)
+        if (samples.size() >= 2) out.push_back({direction, fit_alpha_beta(samples)});
+    return out;
+}
+
+FittedProfile fit_profile(const Measurements& raw, const std::map<std::string, std::string>& metadata) {
+    FittedProfile f;
+    f.raw = raw;
+    f.profile.metadata = metadata;
+    const Time launch = raw.launch_seconds ? to_time(*raw.launch_seconds) : kTimeZero;
+    if (raw.launch_seconds) f.profile.kernel_launch = launch;
+    f.profile.gemm = gemm_samples(raw.gemm, launch);
+    f.batched_gemm = batched_gemm_samples(raw.batched_gemm, launch);
+    f.profile.memory = memory_samples(raw.memory, launch);
+    f.collectives = collective_fits(raw.collectives);
+    for (const auto& c : f.collectives) f.profile.collectives.push_back(c.sample);
+    f.copies = copy_fits(raw.copies);
+    return f;
+}
+
+}  // namespace cuboid::calibrate

@@ -1,0 +1,137 @@
+// cuboid-calibrate: measures this node's GPUs (GEMMs, memory-bound kernels, launch overhead,
+// host copies, NCCL collectives), fits the models of docs/hardware_profile.md and writes a
+// profile the simulator loads with `cluster.profile`. See docs/calibrate.md.
+#include <boost/program_options.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <string>
+#include <unistd.h>
+
+#include "calibrate/cuda/sweeps.hpp"
+#include "calibrate/fit/gpu_names.hpp"
+#include "calibrate/fit/profile_writer.hpp"
+
+namespace po = boost::program_options;
+using namespace cuboid::calibrate;
+
+namespace {
+
+struct Options {
+    bool dry_run = false;
+    bool quick = false;
+    int gpus = 8;
+    std::string out;
+    std::string skip;  // comma-separated passes to leave out
+    std::string command;
+};
+
+std::string today() {
+    const std::time_t t = std::time(nullptr);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::localtime(&t));
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// The device name as a file-name part: lower case, runs of other characters as '-'.
+std::string slug(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s)
+        if (std::isalnum(c)) out += char(std::tolower(c));
+        else if (!out.empty() && out.back() != '-') out += '-';
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    return out;
+}
+
+bool skipped(const Options& o, const std::string& pass) {
+    return ("," + o.skip + ",").find("," + pass + ",") != std::string::npos;
+}
+
+std::map<std::string, std::string> metadata(const DeviceInfo& d, const Options& o) {
+    std::map<std::string, std::string> m = {
+        {"device", d.name}, {"sm_count", std::to_string(d.sm_count)},
+        {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+        {"memory_gib", std::to_string(d.memory_bytes / 1073741824.0)}, {"gpus_in_node", std::to_string(d.device_count)},
+        {"driver", d.driver}, {"cuda", d.cuda_runtime}, {"cublas", d.cublas}, {"host", host_name()},
+        {"date", today()}, {"command", o.command}, {"tool", "cuboid-calibrate"}};
+    if (!d.nccl.empty()) m["nccl"] = d.nccl;
+    if (auto name = catalog_gpu_name(d.name, d.memory_bytes)) m["gpu"] = *name;
+    return m;
+}
+
+int calibrate(const Options& o) {
+    std::string why;
+    const int count = visible_devices(why);
+    if (count == 0) {
+        std::cerr << "cuboid-calibrate: no GPU: no CUDA device available (" << why
+                  << "); nothing measured. Use --dry-run to see what a run measures.\n";
+        return 1;
+    }
+    Measurements m;
+    m.device = query_device(0, count);
+    const bool fp8 = m.device.cc_major * 10 + m.device.cc_minor >= 89;
+    const Plan plan = make_plan({o.quick, count, fp8});
+    std::cerr << "cuboid-calibrate: " << m.device.name << " x " << count << "\n" << describe(plan);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto step = [&](const char* pass, auto&& run) {
+        if (skipped(o, pass)) return m.notes.push_back(std::string(pass) + ": skipped (--skip)");
+        std::cerr << "measuring " << pass << " ...\n";
+        run();
+    };
+    step("launch", [&] { measure_launch(0, plan, m); });
+    step("gemm", [&] { measure_gemms(0, plan, m); });
+    step("memory", [&] { measure_memory_kernels(0, plan, m); });
+    step("copies", [&] { measure_host_copies(0, plan, m); });
+    step("collectives", [&] { measure_collectives(plan, count, m); });
+    const auto meta = metadata(m.device, o);
+    const std::string out =
+        o.out.empty() ? "profile-" + (meta.count("gpu") ? meta.at("gpu") : slug(m.device.name)) + "-" + today() + ".yaml"
+                      : o.out;
+    write_profile(fit_profile(m, meta), out);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cerr << "wrote " << out << " (" << long(secs) << " s of measurement)\n";
+    for (const auto& n : m.notes) std::cerr << "note: " << n << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0) o.command += ' ';
+        o.command += argv[i];
+    }
+    po::options_description desc("cuboid-calibrate: measure this node's GPUs and write a hardware profile");
+    desc.add_options()("help,h", "this text")("dry-run", po::bool_switch(&o.dry_run), "list what would be measured; touches no GPU")(
+        "quick", po::bool_switch(&o.quick), "reduced grids (~1-2 minutes)")(
+        "out", po::value(&o.out), "profile file (default profile-<gpu>-<date>.yaml)")(
+        "gpus", po::value(&o.gpus)->default_value(8), "GPUs per node assumed by --dry-run")(
+        "skip", po::value(&o.skip), "passes to leave out, comma-separated: launch,gemm,memory,copies,collectives");
+    try {
+        po::variables_map vm;
+        po::store(po::parse_command_line(argc, argv, desc), vm);
+        po::notify(vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        if (o.dry_run) {
+            std::cout << "cuboid-calibrate --dry-run (" << o.gpus << " GPUs assumed; fp8 only on compute capability >= 8.9)\n"
+                      << describe(make_plan({o.quick, o.gpus, true}));
+            return 0;
+        }
+        return calibrate(o);
+    } catch (const std::exception& e) {
+        std::cerr << "cuboid-calibrate: " << e.what() << "\n";
+        return 2;
+    }
+}

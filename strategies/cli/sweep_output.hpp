@@ -1,0 +1,51 @@
+// The machine-readable outputs of `cuboid sweep` (shared/spec/scenario.md, "Sweep output"): one
+// row per point, in the ranking order, as a JSON array or as CSV with a header row.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/cli/sweep_runner.hpp"
+
+namespace cuboid::cli {
+
+// Everything a sweep produced, with its ranking.
+struct SweepResult {
+    std::string name;            // the scenario's name
+    std::string source_file;
+    SweepAxes axes;
+    std::vector<SweepPoint> points;
+    std::vector<PointOutcome> outcomes;   // at the point's index
+    std::vector<std::size_t> order;       // row order (sweep_order)
+    std::vector<bool> pareto;             // at the point's index (sweep_pareto)
+    int threads = 1;
+    std::size_t clusters = 0;             // distinct hardware models built
+    double wall_s = 0.0;
+
+    std::size_t count(PointStatus s) const;
+};
+
+// Outcomes ranked: fills order and pareto.
+SweepResult ranked(SweepResult r);
+
+// A swept value with the JSON type of its key (integer, number, boolean, else the text).
+nlohmann::ordered_json typed_value(const std::string& key, const std::string& text);
+
+// One row: the swept keys (dotted, typed), `status`, `pareto`, then the `run` fields of a point
+// that ran (an invalid or failed point has only `scenario` beside them).
+nlohmann::ordered_json sweep_row_json(const SweepResult& r, std::size_t point);
+
+// The rows in ranking order.
+nlohmann::ordered_json sweep_json(const SweepResult& r);
+
+// The CSV columns after the swept keys: status, pareto, then the scalar `run` fields with nested
+// ones flattened as "breakdown_s.compute", "sim.events", "plan.data".
+std::vector<std::string> sweep_csv_columns();
+
+// RFC 4180: a header row, one row per point in ranking order; fields with commas or quotes quoted.
+void write_sweep_csv(std::ostream& out, const SweepResult& r);
+
+}  // namespace cuboid::cli

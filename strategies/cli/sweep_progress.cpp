@@ -1,0 +1,23 @@
+#include "strategies/cli/sweep_progress.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace cuboid::cli {
+
+void SweepProgress::update(std::size_t done, std::size_t total) {
+    if (ended_) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
+    // Time left at the rate so far: the points are not equally long, so it is an estimate.
+    const std::string left = rate > 0 ? fmt::format("~{:.0f} s left", (total - done) / rate) : "";
+    fmt::print(out_, "\rsweep: {}/{} points, {:.1f} points/s, {:.0f} s elapsed, {}\x1b[K", done, total, rate, elapsed,
+               left);
+    if (done == total) {
+        out_ << "\n";
+        ended_ = true;
+    }
+    out_.flush();
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,100 @@
+#include "strategies/cli/sweep_runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "strategies/cli/error_location.hpp"
+#include "strategies/cli/json_result.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+// The reason without the file and line (they would all point at the sweep: section), with the
+// key that the validation blamed.
+std::string invalid_reason(const InputError& e) {
+    const std::string& key = e.where().key;
+    return key.empty() ? bare_message(e) : key + ": " + bare_message(e);
+}
+
+PointOutcome simulate(const Scenario& s, HardwareCache& cache) {
+    RunOptions options;
+    options.hardware = cache.get(s.cluster);
+    PointOutcome o;
+    o.result = run_scenario(s, options);
+    o.status = o.result->fits_in_memory ? PointStatus::Ok : PointStatus::OutOfMemory;
+    o.run_json = result_json(s, *o.result);
+    return o;
+}
+
+}  // namespace
+
+std::string status_text(const PointOutcome& o) {
+    switch (o.status) {
+        case PointStatus::Ok: return "ok";
+        case PointStatus::OutOfMemory: return "oom";
+        case PointStatus::Invalid: return "invalid: " + o.reason;
+        case PointStatus::Error: return "error: " + o.reason;
+    }
+    return "error: unknown status";
+}
+
+PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
+                       const NameResolvers& names, HardwareCache& hardware) {
+    PointOutcome failed;
+    try {
+        const Scenario s = point_scenario(base, axes, point, names);
+        check_complete(s);
+        return simulate(s, hardware);
+    } catch (const InputError& e) {
+        failed.status = PointStatus::Invalid;
+        failed.reason = invalid_reason(e);
+    } catch (const std::exception& e) {
+        failed.status = PointStatus::Error;
+        failed.reason = e.what();
+    } catch (...) {
+        failed.status = PointStatus::Error;
+        failed.reason = "unknown exception";
+    }
+    return failed;
+}
+
+std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
+                                     const std::vector<SweepPoint>& points, const NameResolvers& names,
+                                     HardwareCache& hardware, const SweepRunOptions& options) {
+    const std::size_t total = points.size();
+    std::vector<PointOutcome> outcomes(total);
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+
+    auto worker = [&] {
+        for (std::size_t i = next++; i < total; i = next++) {
+            outcomes[i] = run_point(base, axes, points[i], names, hardware);  // each index has one writer
+            if (++done == total) {
+                const std::lock_guard lock(mutex);
+                finished.notify_all();
+            }
+        }
+    };
+    const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(options.threads, 1)), 1,
+                                                        std::max<std::size_t>(total, 1));
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < workers; ++t) threads.emplace_back(worker);
+
+    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
+    std::unique_lock lock(mutex);
+    while (!finished.wait_for(lock, interval, [&] { return done.load() == total; }))
+        if (options.progress) options.progress(done.load(), total);
+    lock.unlock();
+    threads.clear();  // joins
+    if (options.progress) options.progress(total, total);
+    return outcomes;
+}
+
+}  // namespace cuboid::cli

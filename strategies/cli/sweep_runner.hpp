@@ -1,0 +1,51 @@
+// Runs every point of a sweep, on several threads, and keeps each point's outcome at its index:
+// the outcomes do not depend on the thread count or on which thread ran what.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/cli/sweep_hardware_cache.hpp"
+#include "strategies/cli/sweep_points.hpp"
+#include "strategies/run.hpp"
+
+namespace cuboid::cli {
+
+// Ok and OutOfMemory points ran; Invalid is a plan the strategies reject (an InputError);
+// Error is anything else that went wrong in one point (a bug), recorded instead of ending the sweep.
+enum class PointStatus { Ok, OutOfMemory, Invalid, Error };
+
+struct PointOutcome {
+    PointStatus status = PointStatus::Error;
+    std::string reason;                // Invalid and Error: what went wrong
+    std::optional<RunResult> result;   // Ok and OutOfMemory
+    nlohmann::ordered_json run_json;   // the `run` JSON of the point (Ok and OutOfMemory)
+};
+
+// "ok", "oom", "invalid: REASON", "error: MESSAGE".
+std::string status_text(const PointOutcome& o);
+
+// One point: its scenario, its cluster's hardware from the cache, the simulation. Never throws.
+PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
+                       const NameResolvers& names, HardwareCache& hardware);
+
+// Called on the calling thread, at most every `interval_s` and once at the end.
+using ProgressCallback = std::function<void(std::size_t done, std::size_t total)>;
+
+struct SweepRunOptions {
+    int threads = 1;
+    ProgressCallback progress;       // empty: none
+    double progress_interval_s = 0.1;
+};
+
+// Runs the points on `threads` workers that take the next index from a shared counter.
+std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
+                                     const std::vector<SweepPoint>& points, const NameResolvers& names,
+                                     HardwareCache& hardware, const SweepRunOptions& options);
+
+}  // namespace cuboid::cli
