@@ -1,10 +1,13 @@
 #include "strategies/run.hpp"
 
 #include <chrono>
+#include <optional>
+#include <vector>
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
+#include "sim/trace_writer.hpp"
 #include "strategies/run_figures.hpp"
 
 namespace cuboid {
@@ -19,9 +22,16 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);
 
+    // The trace writer needs the program, which only exists here: attach it beside the caller's
+    // observers.
+    std::optional<sim::TraceWriter> trace;
+    std::vector<sim::SimObserver*> observers(options.observers.begin(), options.observers.end());
+    if (options.trace) observers.push_back(&trace.emplace(program, *options.trace));
+
     const auto start = std::chrono::steady_clock::now();
-    const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, options.observers);
+    const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, observers);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+    if (trace) trace->finish();
 
     RunResult r;
     r.scenario = sc.name;

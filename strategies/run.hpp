@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,8 +52,9 @@ struct RunResult {
 };
 
 struct RunOptions {
-    std::span<sim::SimObserver* const> observers;   // e.g. the trace writer
+    std::span<sim::SimObserver* const> observers;   // observers of the simulation
     std::shared_ptr<const hw::Hardware> hardware;  // reuse across runs of one cluster; built if null
+    std::ostream* trace = nullptr;                  // non-null: write the Perfetto timeline here
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).

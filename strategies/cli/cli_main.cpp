@@ -42,6 +42,7 @@ po::options_description visible_options() {
          "KEY=VALUE: override one scenario key by its dotted path (repeatable)")                    //
         ("json", po::value<std::string>(), "write the JSON result to FILE, or '-' for stdout only")  //
         ("trace", po::value<std::string>(), "write a Perfetto / chrome://tracing timeline to FILE")  //
+        ("print-schedule", "run: print each pipeline stage's compute order (F B R Fc) before the report")  //
         ("csv", po::value<std::string>(), "sweep: write the rows as CSV to FILE, or '-' for stdout only")  //
         ("threads", po::value<int>(), "sweep: points run at once (default: the hardware threads)")     //
         ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit")        //
@@ -92,11 +93,12 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     if (p.vm.count("json")) r.json = p.vm["json"].as<std::string>();
     if (p.vm.count("trace")) r.trace = p.vm["trace"].as<std::string>();
     r.quiet = p.vm.count("quiet") > 0;
+    r.print_schedule = p.vm.count("print-schedule") > 0;
     return run_command(r, out, err);
 }
 
 int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace"});
+    reject_options(p, {"trace", "print-schedule"});
     SweepRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();

@@ -12,10 +12,10 @@
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/text_report.hpp"
-#include "sim/trace_writer.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "strategies/run.hpp"
+#include "strategies/schedule_print.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -39,18 +39,6 @@ std::ofstream open_output(const std::string& path, const char* option) {
     return f;
 }
 
-// The trace writer needs the program before the run, and run_scenario builds its own: build the
-// same program here (the builder is deterministic, so op indices agree) for the writer.
-RunResult run_traced(const Scenario& s, std::ostream& trace) {
-    const sim::Program program = build_program(s, validate_plan(s));
-    sim::TraceWriter writer(program, trace);
-    sim::SimObserver* const observers[] = {&writer};
-    RunOptions options;
-    options.observers = observers;
-    RunResult r = run_scenario(s, options);
-    writer.finish();
-    return r;
-}
 
 }  // namespace
 
@@ -75,7 +63,14 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
 
     RunResult r;
     try {
-        r = request.trace ? run_traced(s, trace_file) : run_scenario(s);
+        if (request.print_schedule) {
+            // With --json - standard output holds only the JSON document.
+            std::ostream& to = json_to_stdout ? err : out;
+            to << describe_schedule(s) << "\n";
+        }
+        RunOptions options;
+        if (request.trace) options.trace = &trace_file;
+        r = run_scenario(s, options);
     } catch (const InputError& e) {
         throw located(e, s, overridden);
     }

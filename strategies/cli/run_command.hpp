@@ -18,6 +18,7 @@ struct RunRequest {
     std::optional<std::string> json;    // file, or "-" for standard output
     std::optional<std::string> trace;   // Trace Event JSON file
     bool quiet = false;                 // no human report
+    bool print_schedule = false;        // the per-stage compute order, before the report
 };
 
 // Exit codes of the output contract.

@@ -49,7 +49,11 @@ void write_memory(std::ostream& out, const RunResult& r) {
     if (stages.size() <= 1) return;
     if (stages.size() <= kStagesListed) {
         for (std::size_t i = 0; i < stages.size(); ++i)
-            fmt::print(out, "            stage {:<3} {:.1f} GB\n", i, stages[i] / kGB);
+            fmt::print(out, "            stage {:<3} {:.1f} GB{}\n", i, stages[i] / kGB,
+                       i < r.stage_recompute_fraction.size() && r.stage_recompute_fraction[i] > 0.0 &&
+                               r.stage_recompute_fraction[i] < 1.0
+                           ? fmt::format(", {:.0f} % of layers recomputed", 100.0 * r.stage_recompute_fraction[i])
+                           : std::string());
         return;
     }
     const auto [lo, hi] = std::minmax_element(stages.begin(), stages.end());

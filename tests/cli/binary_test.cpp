@@ -12,18 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
 
 using cuboid::cli::test::contains;
+using cuboid::cli::test::Outcome;
 using nlohmann::json;
 
 namespace {
-
-struct Outcome {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
 
 // Runs the binary through the shell, stdout captured, stderr into a file.
 Outcome run_cuboid(const std::string& args) {

@@ -9,6 +9,7 @@
 
 #include "strategies/cli/cli_main.hpp"
 #include "strategies/cli/list_command.hpp"
+#include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
 
 using namespace cuboid::cli;
@@ -16,20 +17,6 @@ using namespace cuboid::cli::test;
 
 namespace {
 
-struct Outcome {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
-
-Outcome run_cli(const std::vector<std::string>& args) {
-    std::ostringstream out, err;
-    Outcome o;
-    o.code = cuboid_main(args, out, err);
-    o.out = out.str();
-    o.err = err.str();
-    return o;
-}
 
 const std::string kDefault = std::string(CUBOID_SOURCE_DIR) + "/scenarios/default.yaml";
 

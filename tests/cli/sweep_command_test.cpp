@@ -14,6 +14,7 @@
 
 #include "strategies/cli/cli_main.hpp"
 #include "strategies/cli/sweep_output.hpp"
+#include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
 
 using namespace cuboid::cli;
@@ -22,20 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
-
-Outcome run_cli(const std::vector<std::string>& args) {
-    std::ostringstream out, err;
-    Outcome o;
-    o.code = cuboid_main(args, out, err);
-    o.out = out.str();
-    o.err = err.str();
-    return o;
-}
 
 // GPT 7.5B on one node of eight 40 GB A100s, 4 x 2 x 2 = 16 points of 8-GPU plans (milliseconds
 // each). It holds every kind of row: tensor 8 x pipeline 2 needs 16 GPUs (invalid); tensor 1 x
