@@ -36,7 +36,7 @@ private:
     };
     static constexpr std::uint8_t kNoWait = 0xff;
     static constexpr std::uint32_t kNotMember = 0xffffffffU;
-    struct RankState {
+    struct alignas(64) RankState {
         const OpListIndex* index = nullptr;
         const OpList* list = nullptr;
         std::uint32_t slot_base = 0;   // this rank's group slots in slot_refs_
@@ -62,6 +62,7 @@ private:
     };
 
     void build_ranks();
+    void prefetch_next();
     void try_start(std::uint32_t rank, StreamId s);
     void wake(std::uint32_t rank, StreamId finished);
     void ops_done(std::uint32_t rank, StreamId s, std::uint32_t head);

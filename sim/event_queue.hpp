@@ -69,6 +69,13 @@ public:
         const Entry t = heap_[0];
         return Event{Time(static_cast<std::int64_t>(t.time)), t.tag >> kSlotBits, payloads_[t.tag & kSlotMask]};
     }
+    // Asks the cache for the payload of the earliest event, to overlap its miss with the work on
+    // the current one (a hint: a later push may still go before it).
+    void prefetch_top() const {
+        if (size_ > 0) __builtin_prefetch(&payloads_[heap_[0].tag & kSlotMask]);
+    }
+    // The payload of the earliest event (precondition: !empty()).
+    const Payload& top_payload() const { return payloads_[heap_[0].tag & kSlotMask]; }
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     void reserve(std::size_t n) {

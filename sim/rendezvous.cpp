@@ -34,7 +34,7 @@ bool same_bytes(Bytes a, Bytes b) {
 Rendezvous::Rendezvous(const Program& program) : program_(program), groups_(program.groups.size()) {
     std::size_t members = 0;
     for (const Group& g : program.groups) members += g.ranks.size();
-    posted_.assign(members, 0);
+    members_.resize(members);
     ring_.resize(groups_.size() * kInitialRing);
     ops_.resize(members * kInitialRing);
     std::uint32_t next = 0;
@@ -45,13 +45,15 @@ Rendezvous::Rendezvous(const Program& program) : program_(program), groups_(prog
         gs.ring_base = static_cast<std::uint32_t>(g * kInitialRing);
         gs.ring_cap = kInitialRing;
         gs.ops_base = next * kInitialRing;
+        for (std::uint32_t m = 0; m < gs.members; ++m) members_[next + m].rank = program.groups[g].ranks[m];
         next += gs.members;
     }
 }
 
 bool Rendezvous::post(std::uint32_t group, std::uint32_t member, const PostedOp& posted) {
     GroupState& gs = groups_[group];
-    const std::uint32_t instance = posted_[gs.posted_base + member]++;
+    Member* const group_members = members_.data() + gs.posted_base;
+    const std::uint32_t instance = group_members[member].posted++;
     // Posting k implies having posted k-1, so the instance is pending already or the next one.
     const std::uint32_t k = instance - gs.started;
     if (k == gs.count) {
@@ -63,12 +65,12 @@ bool Rendezvous::post(std::uint32_t group, std::uint32_t member, const PostedOp&
         p.first_member = member;
         p.first_op = posted.op;
         p.first_kind = posted.kind;
-        p.info = {is_p2p(posted.kind) ? OpKind::Send : posted.kind, posted.bytes, program_.groups[group].ranks[0]};
+        p.info = {is_p2p(posted.kind) ? OpKind::Send : posted.kind, posted.bytes, group_members[0].rank};
     }
     const std::uint32_t i = ring_index(gs, k);
     Pending& p = ring_[gs.ring_base + i];
     if (p.posted > 0) check_match(group, instance, p, member, posted);
-    if (posted.kind == OpKind::Send) p.info.source = program_.groups[group].ranks[member];
+    if (posted.kind == OpKind::Send) p.info.source = group_members[member].rank;
     ops_[gs.ops_base + i * gs.members + member] = {posted.op, posted.stream, posted.category};
     return ++p.posted == gs.members && k == 0;
 }
@@ -105,11 +107,12 @@ void Rendezvous::grow_ring(GroupState& gs) {
 
 std::vector<std::uint32_t> Rendezvous::missing_members(std::uint32_t group) const {
     const GroupState& gs = groups_[group];
-    const auto first = posted_.begin() + gs.posted_base;
-    const std::uint32_t most = *std::max_element(first, first + gs.members);
+    const Member* const first = members_.data() + gs.posted_base;
+    std::uint32_t most = 0;
+    for (std::uint32_t m = 0; m < gs.members; ++m) most = std::max(most, first[m].posted);
     std::vector<std::uint32_t> missing;
     for (std::uint32_t m = 0; m < gs.members; ++m) {
-        if (first[m] < most) missing.push_back(m);
+        if (first[m].posted < most) missing.push_back(m);
     }
     return missing;
 }

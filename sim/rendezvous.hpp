@@ -66,7 +66,7 @@ private:
         InstanceInfo info;
     };
     struct GroupState {
-        std::uint32_t posted_base = 0;  // counts in posted_[posted_base, + members)
+        std::uint32_t posted_base = 0;  // members in members_[posted_base, + members)
         std::uint32_t members = 0;
         std::uint32_t ring_base = 0;    // pending instances in ring_[ring_base, + ring_cap)
         std::uint32_t ring_cap = 0;
@@ -88,7 +88,13 @@ private:
 
     const Program& program_;
     std::vector<GroupState> groups_;
-    std::vector<std::uint32_t> posted_;  // per group member: instances posted
+    // Per group member: instances posted, and the member's rank beside it, so that finding the
+    // sending rank of a pair or the root of a collective reads the line the post touches anyway.
+    struct Member {
+        std::uint32_t posted = 0;
+        std::uint32_t rank = 0;
+    };
+    std::vector<Member> members_;
     std::vector<Pending> ring_;
     std::vector<MemberOp> ops_;
 };
