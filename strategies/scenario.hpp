@@ -1,5 +1,5 @@
 // A scenario as a value: model, cluster, training settings, parallel plan, cost. The YAML loader
-// (strategies/scenario_yaml.*) fills it and records where each key came from.
+// (strategies/cli/scenario_loader.*) fills it and records where each key came from.
 #pragma once
 
 #include <map>
