@@ -86,18 +86,17 @@ SimResult Engine::run() {
 }
 
 // The rank state of the next event is a cache miss more often than not (thousands of ranks take
-// turns); asking for it now overlaps the miss with the current event. The payload itself was
-// requested one event earlier.
+// turns); asking for it now overlaps the miss with the current event. Only a next event already
+// due now is looked at: finding a later one would mean searching the queue.
 void Engine::prefetch_next() {
-    if (queue_.empty()) return;
-    const Payload& next = queue_.top_payload();
-    if (next.kind == EventKind::OpsDone) {
-        const char* r = reinterpret_cast<const char*>(&ranks_[next.a]);
+    const Payload* next = queue_.due_payload();
+    if (next == nullptr) return;
+    if (next->kind == EventKind::OpsDone) {
+        const char* r = reinterpret_cast<const char*>(&ranks_[next->a]);
         __builtin_prefetch(r);
         __builtin_prefetch(r + 64);
         __builtin_prefetch(r + 128);
     }
-    queue_.prefetch_top();
 }
 
 // Starts the head op of stream `s` if its stream is idle and the other streams have finished

@@ -5,8 +5,9 @@
 // order of simultaneous events is decided by causality alone, which keeps runs reproducible.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -21,136 +22,98 @@ struct ScheduledEvent {
     Payload payload;
 };
 
-// A 4-ary heap of 16-byte keys, laid out so that the four children of a node fill one 64-byte
-// cache line: a pop then costs one line per level (the heap holds one or two events per rank,
-// thousands, and the deeper levels miss the first-level cache). Payloads wait in a side table;
-// the key carries the slot number below the sequence number, so (time, key) is still the total
-// order (time, sequence number).
+// A radix heap (Ahuja, Mehlhorn, Orlin & Tarjan 1990) on the time alone. It relies on the queue
+// being monotone, as a simulation's is: nothing is scheduled before the last event taken out.
+// Bucket b holds the events whose time first differs from that last time in bit b-1 (bucket 0:
+// equal times). Taking out the earliest event empties the lowest non-empty bucket into lower
+// ones, so an event moves at most 64 times however many events wait, and every move is an
+// append, not a cache-missing heap level.
+//
+// Ties need no comparison: every bucket stays in scheduling order. A push appends the newest
+// event, and a bucket is refilled only while it is empty, from one bucket read front to back.
 template <class Payload>
 class EventQueue {
 public:
     using Event = ScheduledEvent<Payload>;
 
-    EventQueue() = default;
-    EventQueue(const EventQueue&) = delete;  // heap_ points into storage_
-    EventQueue& operator=(const EventQueue&) = delete;
-    EventQueue(EventQueue&&) noexcept = default;  // the buffer moves with its pointer
-    EventQueue& operator=(EventQueue&&) noexcept = default;
-
     void push(Time time, const Payload& payload) {
-        if (next_seq_ > kMaxSeq) throw std::length_error("event queue: sequence numbers exhausted");
-        std::uint64_t slot = 0;
-        if (free_slots_.empty()) {
-            slot = payloads_.size();
-            if (slot > kSlotMask) throw std::length_error("event queue: too many pending events");
-            payloads_.push_back(payload);
-        } else {
-            slot = free_slots_.back();
-            free_slots_.pop_back();
-            payloads_[slot] = payload;
-        }
-        if (size_ == capacity_) grow();
-        sift_up(size_++, Entry{static_cast<std::uint64_t>(time.value), (next_seq_++ << kSlotBits) | slot});
+        const auto t = static_cast<std::uint64_t>(time.value);
+        if (time.value < 0 || t < last_) throw std::logic_error("event queue: event scheduled in the past");
+        const int b = bucket_of(t);
+        buckets_[b].push_back(Entry{t, next_seq_++, payload});
+        occupied_ |= std::uint64_t{1} << b;
+        ++size_;
     }
 
     // The earliest event (the first scheduled among equal times), removed from the queue.
     // Precondition: !empty().
     Event pop() {
-        const Entry top = heap_[0];
-        const auto slot = static_cast<std::uint32_t>(top.tag & kSlotMask);
-        Event e{Time(static_cast<std::int64_t>(top.time)), top.tag >> kSlotBits, payloads_[slot]};
-        free_slots_.push_back(slot);
+        if (head_ == buckets_[0].size()) refill();
+        const Entry& e = buckets_[0][head_++];
         --size_;
-        if (size_ > 0) remove_root(heap_[size_]);
-        return e;
+        return Event{Time(static_cast<std::int64_t>(e.time)), e.seq, e.payload};
     }
 
+    // The earliest event, left in the queue (precondition: !empty()). It does not move the
+    // buckets' reference time, so events may still be scheduled before it.
     Event top() const {
-        const Entry t = heap_[0];
-        return Event{Time(static_cast<std::int64_t>(t.time)), t.tag >> kSlotBits, payloads_[t.tag & kSlotMask]};
-    }
-    // Asks the cache for the payload of the earliest event, to overlap its miss with the work on
-    // the current one (a hint: a later push may still go before it).
-    void prefetch_top() const {
-        if (size_ > 0) __builtin_prefetch(&payloads_[heap_[0].tag & kSlotMask]);
+        const Entry& e = front();
+        return Event{Time(static_cast<std::int64_t>(e.time)), e.seq, e.payload};
     }
     // The payload of the earliest event (precondition: !empty()).
-    const Payload& top_payload() const { return payloads_[heap_[0].tag & kSlotMask]; }
+    const Payload& top_payload() const { return front().payload; }
+    // The payload of the next event if it is known without a search (due at the time of the last
+    // one taken out), else null: a cheap hint for prefetching.
+    const Payload* due_payload() const { return head_ < buckets_[0].size() ? &buckets_[0][head_].payload : nullptr; }
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
-    void reserve(std::size_t n) {
-        while (capacity_ < n) grow();
-    }
+    void reserve(std::size_t n) { buckets_[0].reserve(n); }
 
 private:
     struct Entry {
         std::uint64_t time;  // picoseconds, never negative
-        std::uint64_t tag;   // sequence number << kSlotBits | payload slot
+        std::uint64_t seq;
+        Payload payload;
     };
-    static constexpr std::size_t kArity = 4;
-    static constexpr int kSlotBits = 24;  // 16.7M pending events; 2^40 events per run
-    static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-    static constexpr std::uint64_t kMaxSeq = (std::uint64_t{1} << (64 - kSlotBits)) - 1;
+    static constexpr int kBuckets = 64;  // times are below 2^63
 
-    // (time, tag) as one 128-bit number: a single comparison, which the compiler turns into
-    // conditional moves instead of hard-to-predict branches.
-    __extension__ using Key = unsigned __int128;
-    static Key key(const Entry& e) { return (static_cast<Key>(e.time) << 64) | e.tag; }
+    int bucket_of(std::uint64_t t) const { return static_cast<int>(std::bit_width(t ^ last_)); }
 
-    void sift_up(std::size_t i, Entry e) {
-        const Key k = key(e);
-        while (i > 0) {
-            const std::size_t parent = (i - 1) / kArity;
-            if (!(k < key(heap_[parent]))) break;
-            heap_[i] = heap_[parent];
-            i = parent;
+    // Bucket 0 is spent: the lowest non-empty bucket's earliest time becomes the reference, and
+    // its events spread into the buckets below it, in their order.
+    void refill() {
+        buckets_[0].clear();
+        head_ = 0;
+        occupied_ &= ~std::uint64_t{1};
+        const int b = std::countr_zero(occupied_);
+        std::vector<Entry>& from = buckets_[b];
+        std::uint64_t least = from.front().time;
+        for (const Entry& e : from) least = e.time < least ? e.time : least;
+        last_ = least;
+        for (const Entry& e : from) {
+            const int to = bucket_of(e.time);
+            buckets_[to].push_back(e);
+            occupied_ |= std::uint64_t{1} << to;
         }
-        heap_[i] = e;
+        from.clear();
+        occupied_ &= ~(std::uint64_t{1} << b);
     }
 
-    // Moves the hole at the root down along the smallest children to a leaf, then lets `last`
-    // rise from there: the former last event nearly always belongs near the bottom, so this
-    // compares less than sifting it down from the top.
-    void remove_root(Entry last) {
-        const std::size_t n = size_;
-        std::size_t i = 0;
-        for (;;) {
-            const std::size_t first = i * kArity + 1;
-            if (first >= n) break;
-            std::size_t best = first;
-            Key best_key = key(heap_[first]);
-            const std::size_t end = first + kArity < n ? first + kArity : n;
-            for (std::size_t c = first + 1; c < end; ++c) {
-                const Key ck = key(heap_[c]);
-                const bool earlier = ck < best_key;
-                best = earlier ? c : best;
-                best_key = earlier ? ck : best_key;
-            }
-            heap_[i] = heap_[best];
-            i = best;
-        }
-        sift_up(i, last);
+    // The earliest entry without moving anything: the first of the earliest time in the lowest
+    // non-empty bucket (the first of a time is its first scheduled).
+    const Entry& front() const {
+        if (head_ < buckets_[0].size()) return buckets_[0][head_];
+        const std::vector<Entry>& from = buckets_[std::countr_zero(occupied_ & ~std::uint64_t{1})];
+        const Entry* best = &from.front();
+        for (const Entry& e : from) best = e.time < best->time ? &e : best;
+        return *best;
     }
 
-    // Index 0 sits 16 bytes before a 64-byte boundary, so children 4i+1..4i+4 share one line.
-    void grow() {
-        const std::size_t capacity = capacity_ == 0 ? 256 : capacity_ * 2;
-        std::vector<Entry> storage(capacity + kArity);
-        const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-        const std::size_t skip = ((48 - address % 64) % 64) / sizeof(Entry);
-        Entry* heap = storage.data() + skip;
-        if (size_ > 0) std::memcpy(heap, heap_, size_ * sizeof(Entry));
-        storage_.swap(storage);
-        heap_ = heap;
-        capacity_ = capacity;
-    }
-
-    std::vector<Entry> storage_;
-    Entry* heap_ = nullptr;
+    std::array<std::vector<Entry>, kBuckets> buckets_;
+    std::size_t head_ = 0;          // events of bucket 0 already taken out
+    std::uint64_t occupied_ = 0;    // bit b: bucket b holds events
+    std::uint64_t last_ = 0;        // time of the last event taken out
     std::size_t size_ = 0;
-    std::size_t capacity_ = 0;
-    std::vector<Payload> payloads_;
-    std::vector<std::uint32_t> free_slots_;
     std::uint64_t next_seq_ = 0;
 };
 
