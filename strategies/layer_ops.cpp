@@ -76,21 +76,24 @@ void forward_range(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp first,
         forward_kernel(e, c, ph, static_cast<LayerOp>(i));
 }
 
+// One half of a layer (attention or MLP): its LayerNorm, the sequence-parallel gather of the
+// normalised input, the kernels up to the row-parallel GEMM `out`, the tensor-parallel reduction
+// of its output, then bias-dropout-add.
+void half_layer_forward(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp ln, LayerOp first, LayerOp last,
+                        LayerOp out, LayerOp bda) {
+    const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
+    const std::uint32_t normalised = forward_kernel(e, c, ph, ln);
+    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, ph, OpKind::AllGather, normalised));
+    forward_range(e, c, ph, first, last);
+    const std::uint32_t produced = forward_kernel(e, c, ph, out);
+    e.wait_for(emit_tp_collective(e, c, ph, reduce, produced));
+    forward_kernel(e, c, ph, bda);
+}
+
 // Ordinary or recomputed forward of the whole layer.
 void layer_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
-    const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
-    const std::uint32_t ln1 = forward_kernel(e, c, ph, LayerOp::Ln1);
-    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, ph, OpKind::AllGather, ln1));
-    forward_range(e, c, ph, LayerOp::Qkv, LayerOp::Av);
-    const std::uint32_t proj = forward_kernel(e, c, ph, LayerOp::Proj);
-    e.wait_for(emit_tp_collective(e, c, ph, reduce, proj));
-    forward_kernel(e, c, ph, LayerOp::Bda1);
-    const std::uint32_t ln2 = forward_kernel(e, c, ph, LayerOp::Ln2);
-    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, ph, OpKind::AllGather, ln2));
-    forward_range(e, c, ph, LayerOp::Fc1, LayerOp::Act);
-    const std::uint32_t fc2 = forward_kernel(e, c, ph, LayerOp::Fc2);
-    e.wait_for(emit_tp_collective(e, c, ph, reduce, fc2));
-    forward_kernel(e, c, ph, LayerOp::Bda2);
+    half_layer_forward(e, c, ph, LayerOp::Ln1, LayerOp::Qkv, LayerOp::Av, LayerOp::Proj, LayerOp::Bda1);
+    half_layer_forward(e, c, ph, LayerOp::Ln2, LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2, LayerOp::Bda2);
 }
 
 double freed(const LayerContext& c, LayerOp op) {
