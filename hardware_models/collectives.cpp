@@ -113,7 +113,7 @@ CollectivePlan CollectiveModel::plan(sim::OpKind kind, Bytes bytes, std::span<co
         if (first || p.time < best.time) best = std::move(p);
         first = false;
     }
-    apply_profile(best, kind, bytes, static_cast<int>(ranks.size()));
+    apply_profile(best, kind, bytes, ranks);
     return best;
 }
 
@@ -137,9 +137,15 @@ Time CollectiveModel::closed_form(const sim::TransferPlan& plan) const {
 // A measured alpha-beta replaces the modelled one: the latency becomes alpha (on the first phase)
 // and every weight is scaled so that the uncontended bandwidth term equals bus_bytes / busbw.
 // Under contention the flows keep the shape of the chosen algorithm.
-void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes, int ranks) const {
+void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes,
+                                    std::span<const std::uint32_t> group) const {
+    const int ranks = static_cast<int>(group.size());
     if (!profile_ || ranks < 2) return;
-    const CollectiveSample* s = profile_->collective(kind, ranks, to_string(p.algorithm));
+    std::vector<int> nodes;
+    for (std::uint32_t r : group) nodes.push_back(topology_.node_of(r));
+    std::sort(nodes.begin(), nodes.end());
+    const int span = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    const CollectiveSample* s = profile_->collective(kind, ranks, span, to_string(p.algorithm));
     if (!s) return;
     Time latency{0};
     for (auto& phase : p.plan.phases) latency += std::exchange(phase.latency, Time{0});

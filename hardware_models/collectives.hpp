@@ -88,7 +88,7 @@ public:
     const CollectiveCosts& costs() const { return costs_; }
 
 private:
-    void apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes, int ranks) const;
+    void apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> group) const;
 
     const Topology& topology_;
     CollectiveCosts costs_;

@@ -34,6 +34,9 @@ FlopsPerSecond ComputeModel::checked_peak(sim::Precision p) const {
 FlopsPerSecond ComputeModel::gemm_rate(const sim::Op& op) const {
     const FlopsPerSecond peak = checked_peak(op.precision);
     if (profile_) {
+        if (op.kind == sim::OpKind::BatchedGemm && op.shape.batch > 1)
+            if (auto r = profile_->batched_gemm_rate(op.precision, op.shape.m, op.shape.n, op.shape.k, op.shape.batch))
+                return *r;
         const std::int64_t rows = op.shape.m * std::max<std::int64_t>(op.shape.batch, 1);
         if (auto r = profile_->gemm_rate(op.precision, rows, op.shape.n, op.shape.k)) return *r;
     }

@@ -61,6 +61,11 @@ static GemmSample parse_gemm(const YamlReader& r) {
     return s;
 }
 
+static BatchedGemmSample parse_batched_gemm(const YamlReader& r) {
+    const GemmSample g = parse_gemm(r);
+    return {g.precision, g.m, g.n, g.k, static_cast<std::int64_t>(number_in(r, "batch", 1, 1e9)), g.tflops};
+}
+
 static MemorySample parse_memory(const YamlReader& r) {
     return {r.text("kind"), number_in(r, "bytes", 1.0, 1e15), number_in(r, "gb_per_s", 1e-6, 1e6)};
 }
@@ -70,6 +75,7 @@ static CollectiveSample parse_collective(const YamlReader& r) {
     s.kind = parse_collective_kind(r.at("kind"));
     s.algorithm = r.text_or("algorithm", "auto");
     s.ranks = static_cast<int>(number_in(r, "ranks", 2, 1e7));
+    if (r.find("nodes")) s.nodes = static_cast<int>(number_in(r, "nodes", 1, 1e7));
     s.alpha = microseconds(number_in(r, "alpha_us", 0.0, 1e7));
     s.bus_gb_per_s = number_in(r, "bus_gb_per_s", 1e-6, 1e6);
     return s;
@@ -85,6 +91,8 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
     if (auto launch = root.find("kernel_launch_us")) p.kernel_launch = microseconds(launch->number());
     if (auto g = root.find("gemm"))
         for (const auto& item : g->items()) p.gemm.push_back(parse_gemm(item));
+    if (auto b = root.find("batched_gemm"))
+        for (const auto& item : b->items()) p.batched_gemm.push_back(parse_batched_gemm(item));
     if (auto m = root.find("memory"))
         for (const auto& item : m->items()) p.memory.push_back(parse_memory(item));
     if (auto c = root.find("collectives"))
@@ -100,16 +108,18 @@ HardwareProfile HardwareProfile::load(const std::string& path) {
     return parse(s.str(), path);
 }
 
-const CollectiveSample* HardwareProfile::collective(sim::OpKind kind, int ranks,
+const CollectiveSample* HardwareProfile::collective(sim::OpKind kind, int ranks, int nodes,
                                                     const std::string& algorithm) const {
     if (kind == sim::OpKind::Recv) kind = sim::OpKind::Send;
-    const CollectiveSample* any = nullptr;
+    const CollectiveSample* best = nullptr;
+    int best_score = -1;
     for (const auto& c : collectives) {
-        if (c.kind != kind || c.ranks != ranks) continue;
-        if (c.algorithm == algorithm) return &c;
-        if (c.algorithm == "auto") any = &c;
+        if (c.kind != kind || c.ranks != ranks || (c.nodes != 0 && c.nodes != nodes)) continue;
+        if (c.algorithm != algorithm && c.algorithm != "auto") continue;
+        const int score = (c.nodes == nodes ? 2 : 0) + (c.algorithm == algorithm ? 1 : 0);
+        if (score > best_score) best = &c, best_score = score;
     }
-    return any;
+    return best;
 }
 
 }  // namespace cuboid::hw

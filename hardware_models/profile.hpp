@@ -20,6 +20,13 @@ struct GemmSample {
     double tflops = 0.0;  // measured, per GPU
 };
 
+// A strided batched GEMM (attention's QK^T and PV): `batch` independent m x n x k products.
+struct BatchedGemmSample {
+    sim::Precision precision = sim::Precision::Bf16;
+    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    double tflops = 0.0;  // measured, per GPU, over all batch products
+};
+
 struct MemorySample {
     std::string kind;     // "elementwise", "layer-norm", ... (see memory_kind_name)
     double bytes = 0.0;   // bytes moved by the kernel
@@ -32,6 +39,9 @@ struct CollectiveSample {
     sim::OpKind kind = sim::OpKind::AllReduce;
     std::string algorithm = "auto";  // "auto" (what the library chose), "ring", "tree", ...
     int ranks = 0;
+    // Nodes the measured group spanned (1: inside one node); 0: not recorded, any placement.
+    // A node-local measurement must not price a group of the same size spread over nodes.
+    int nodes = 0;
     Time alpha{0};
     double bus_gb_per_s = 0.0;
 };
@@ -40,6 +50,7 @@ struct HardwareProfile {
     std::map<std::string, std::string> metadata;  // gpu, date, host, software versions, command
     std::optional<Time> kernel_launch;
     std::vector<GemmSample> gemm;
+    std::vector<BatchedGemmSample> batched_gemm;
     std::vector<MemorySample> memory;
     std::vector<CollectiveSample> collectives;
 
@@ -51,11 +62,17 @@ struct HardwareProfile {
     // precision.
     std::optional<FlopsPerSecond> gemm_rate(sim::Precision p, std::int64_t m, std::int64_t n,
                                             std::int64_t k) const;
+    // Measured rate of a batched GEMM: the two measured shapes nearest in (log m, log n, log k,
+    // log batch), weighted by inverse squared distance (exact on a measured shape); none without
+    // batched measurements of that precision (the caller then uses gemm_rate with m x batch rows).
+    std::optional<FlopsPerSecond> batched_gemm_rate(sim::Precision p, std::int64_t m, std::int64_t n,
+                                                    std::int64_t k, std::int64_t batch) const;
     // Measured bandwidth of a memory-bound kernel kind (falling back to "elementwise"),
     // interpolated in log(bytes) and clamped at the ends.
     std::optional<BytesPerSecond> memory_rate(sim::OpKind kind, Bytes bytes) const;
-    // The measurement for this collective on `ranks` ranks, preferring `algorithm` over "auto".
-    const CollectiveSample* collective(sim::OpKind kind, int ranks, const std::string& algorithm) const;
+    // The measurement for this collective on `ranks` ranks spread over `nodes` nodes: a sample
+    // recorded on that many nodes before one without placement, then `algorithm` before "auto".
+    const CollectiveSample* collective(sim::OpKind kind, int ranks, int nodes, const std::string& algorithm) const;
 };
 
 const char* memory_kind_name(sim::OpKind kind);      // "layer-norm", ...

@@ -87,6 +87,30 @@ std::optional<FlopsPerSecond> HardwareProfile::gemm_rate(sim::Precision p, std::
     return teraflops(t ? *t : nearest(samples, q));
 }
 
+std::optional<FlopsPerSecond> HardwareProfile::batched_gemm_rate(sim::Precision p, std::int64_t m,
+                                                                 std::int64_t n, std::int64_t k,
+                                                                 std::int64_t batch) const {
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return std::nullopt;
+    const std::array<double, 4> q{std::log(double(m)), std::log(double(n)), std::log(double(k)),
+                                  std::log(double(batch))};
+    // The two nearest measured shapes (attention's shapes are not a full grid, so no multilinear
+    // cell exists: QK^T moves m and n together, PV m and k).
+    double d1 = std::numeric_limits<double>::max(), d2 = d1, r1 = 0.0, r2 = 0.0;
+    for (const auto& s : batched_gemm) {
+        if (s.precision != p) continue;
+        const std::array<double, 4> t{std::log(double(s.m)), std::log(double(s.n)), std::log(double(s.k)),
+                                      std::log(double(s.batch))};
+        double d = 0.0;
+        for (std::size_t i = 0; i < 4; ++i) d += (t[i] - q[i]) * (t[i] - q[i]);
+        if (d < d1) d2 = d1, r2 = r1, d1 = d, r1 = s.tflops;
+        else if (d < d2) d2 = d, r2 = s.tflops;
+    }
+    if (d1 == std::numeric_limits<double>::max()) return std::nullopt;
+    if (d1 < 1e-18 || d2 == std::numeric_limits<double>::max()) return teraflops(r1);
+    const double w1 = 1.0 / d1, w2 = 1.0 / d2;
+    return teraflops((w1 * r1 + w2 * r2) / (w1 + w2));
+}
+
 std::optional<BytesPerSecond> HardwareProfile::memory_rate(sim::OpKind kind, Bytes bytes) const {
     std::vector<const MemorySample*> samples;
     for (const char* name : {memory_kind_name(kind), "elementwise"}) {

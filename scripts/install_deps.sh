@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages cuboid needs, only those missing. Needs root (or sudo).
 set -euo pipefail
+# MPI (sweeps over mpirun) and Debian's jupyter, matplotlib and pandas (the notebooks) are part of
+# the default set: their tests (labels mpi and notebooks) run in the normal test suite.
 packages=(build-essential cmake ninja-build libboost-graph-dev libboost-program-options-dev
-          libfmt-dev libeigen3-dev catch2 libyaml-cpp-dev nlohmann-json3-dev)
-if [ "${CUBOID_WITH_MPI:-0}" = 1 ]; then packages+=(libopenmpi-dev openmpi-bin); fi
-if [ "${CUBOID_WITH_NOTEBOOKS:-0}" = 1 ]; then packages+=(jupyter-nbconvert python3-nbformat python3-ipykernel python3-matplotlib python3-pandas); fi
+          libfmt-dev libeigen3-dev catch2 libyaml-cpp-dev nlohmann-json3-dev
+          libopenmpi-dev openmpi-bin
+          jupyter-nbconvert python3-nbformat python3-ipykernel python3-matplotlib python3-pandas)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,11 @@
 #include "strategies/activation_memory.hpp"
 
+#include "strategies/tensor_modes/mode_shapes.hpp"
+
 namespace cuboid {
 
 PerLayerOp stored_activations(const LayerDims& d) {
+    if (d.mesh.own_program()) return mode_stored_activations(d);  // 2d, 3d, atp
     const double a = d.act_bytes;
     const double t = static_cast<double>(d.t);
     const double bsh = static_cast<double>(d.tokens() * d.h);

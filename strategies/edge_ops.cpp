@@ -1,5 +1,7 @@
 #include "strategies/edge_ops.hpp"
 
+#include "strategies/tensor_modes/mode_linear.hpp"
+
 namespace cuboid {
 namespace {
 
@@ -18,6 +20,27 @@ double logits_elems(const LayerContext& c) {
 double embed_bytes(const LayerContext& c) { return (c.dims.swiglu ? 2.0 : 3.0) * c.dims.act_bytes * c.bsh(); }
 double embed_dropout_bytes(const LayerContext& c) { return (2.0 * c.dims.act_bytes + kMask) * region(c); }
 
+bool mode(const LayerContext& c, TensorMode m) { return c.dims.mesh.own_program() && c.dims.mesh.mode == m; }
+
+// 2d and 3d keep the final LayerNorm's input as a [rows, h/q] block (mode_shapes.hpp): like the
+// layers' LayerNorms, its two per-row statistics (forward: sum and sum of squares; backward: the
+// two row sums of the gradient) are all-reduced over the axis that splits the hidden size.
+void final_norm_statistics(OpEmitter& e, const LayerContext& c, Phase ph, std::uint32_t after) {
+    if (!mode(c, TensorMode::TwoD) && !mode(c, TensorMode::ThreeD)) return;
+    const ModeShares s = mode_shares(c.dims);
+    constexpr double kStatBytes = 2.0 * 4.0;  // two fp32 values per row
+    e.wait_for(mesh_collective(e, c, ph, OpKind::AllReduce, s.norm_axis, kStatBytes * s.norm_rows, after));
+}
+
+// ATP's residual stream is the hidden block [M, h/dr] (mode_shapes.hpp) while the embedding and
+// the head work on the whole [M, h]: all-gather over the hidden axis (the last layer's output
+// before the final LayerNorm, the first layer's input gradient before the embedding backward).
+void atp_hidden_gather(OpEmitter& e, const LayerContext& c, Phase ph) {
+    if (!mode(c, TensorMode::Atp)) return;
+    const double full = c.dims.act_bytes * c.bsh();  // the gathered [M, h] (planner convention)
+    e.wait_for(mesh_collective(e, c, ph, OpKind::AllGather, c.dims.mesh.hidden_axis(), full, e.last_compute()));
+}
+
 }  // namespace
 
 void emit_embedding_forward(OpEmitter& e, const LayerContext& c) {
@@ -32,6 +55,7 @@ void emit_embedding_forward(OpEmitter& e, const LayerContext& c) {
 
 void emit_embedding_backward(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
+    atp_hidden_gather(e, c, Phase::Backward);
     sim::Op drop = memory_op(OpKind::Dropout, l.embed_dropout_b, 2.0 * embed_dropout_bytes(c), OpCategory::Compute);
     drop.memory_free = Bytes(kMask * region(c));
     const std::uint32_t d = e.compute(drop);
@@ -42,9 +66,11 @@ void emit_embedding_backward(OpEmitter& e, const LayerContext& c) {
 void emit_head_forward(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
     const double a = c.dims.act_bytes;
+    atp_hidden_gather(e, c, Phase::Forward);
     sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_f, 2.0 * a * region(c), OpCategory::Compute);
     ln.memory_alloc = Bytes(a * region(c));
     const std::uint32_t ln_i = e.compute(ln);
+    final_norm_statistics(e, c, Phase::Forward, ln_i);
     if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Forward, OpKind::AllGather, ln_i));
     sim::Op logits = gemm_op(l.logits_f, logits_gemm(c.dims), OpCategory::Compute, a);
     logits.memory_alloc = Bytes(a * region(c));
@@ -70,7 +96,11 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     const double a = c.dims.act_bytes;
     sim::Op xent = memory_op(OpKind::CrossEntropy, l.xent_b, (kFp32 + a) * logits_elems(c), OpCategory::Compute);
     xent.memory_free = Bytes(kFp32 * logits_elems(c));
-    e.compute(xent);
+    const std::uint32_t x = e.compute(xent);
+    // Sequence parallelism: the logits layer kept only its shard of the final LayerNorm output;
+    // like Megatron's linear, the backward gathers it again for the weight gradient, the gather
+    // overlapping the input-gradient GEMM.
+    const std::uint32_t regather = c.dims.sp ? emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, x) : kNoOp;
     const sim::GemmShape g = logits_gemm(c.dims);
     const std::uint32_t dgrad = e.compute(gemm_op(l.logits_dgrad, input_grad_shape(g), OpCategory::Compute, a));
     const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
@@ -79,12 +109,13 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     std::uint32_t red = c.tp_backward_overlap ? emit_tp_collective(e, c, Phase::Backward, reduce, dgrad) : dgrad;
     sim::Op wgrad = gemm_op(l.logits_wgrad, weight_grad_shape(g), OpCategory::Compute, a);
     wgrad.memory_free = Bytes(a * region(c));
+    e.wait_for(regather);
     const std::uint32_t w = e.compute(wgrad);
     if (!c.tp_backward_overlap) red = emit_tp_collective(e, c, Phase::Backward, reduce, w);
     e.wait_for(red);
     sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_b, 4.0 * a * region(c), OpCategory::Compute);
     ln.memory_free = Bytes(a * region(c));
-    e.compute(ln);
+    final_norm_statistics(e, c, Phase::Backward, e.compute(ln));
 }
 
 }  // namespace cuboid

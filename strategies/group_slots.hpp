@@ -16,6 +16,16 @@ inline constexpr std::uint16_t kActToNext = 2;     // {this, next stage}: Send a
 inline constexpr std::uint16_t kActFromPrev = 3;   // {prev stage, this}: Recv activations
 inline constexpr std::uint16_t kGradFromNext = 4;  // {this, next stage}: Recv gradients
 inline constexpr std::uint16_t kGradToPrev = 5;    // {prev stage, this}: Send gradients
-inline constexpr int kCount = 6;
+// Axis groups of the tensor mesh (Layout::tensor_mesh): ranks of one tensor group that differ only
+// in the coordinate of that axis (2d: rows and columns of the q x q mesh; 3d: the three directions
+// of the q x q x q cube; atp: the d1 and d2 directions). With a one-axis mesh they alias kTensor.
+inline constexpr std::uint16_t kTensorAxis0 = 6;
+inline constexpr std::uint16_t kTensorAxis1 = 7;
+inline constexpr std::uint16_t kTensorAxis2 = 8;
+inline constexpr int kCount = 9;
+
+inline constexpr std::uint16_t tensor_axis(int axis) {
+    return static_cast<std::uint16_t>(kTensorAxis0 + axis);
+}
 
 }  // namespace cuboid::slot

@@ -55,6 +55,9 @@ Labels intern_labels(sim::Program& p) {
     l.group_dp = p.intern("dp");
     l.group_pp_act = p.intern("pp.act");
     l.group_pp_grad = p.intern("pp.grad");
+    // Last, so that the indices of the labels above do not depend on it.
+    for (std::size_t ph = 0; ph < 3; ++ph) l.tp_broadcast[ph] = p.intern(std::string(phase[ph]) + ".tp.broadcast");
+    l.tp_grad_sync = p.intern("tp.grad_allreduce");
     return l;
 }
 

@@ -1,5 +1,10 @@
 #include "strategies/layer_ops.hpp"
 
+#include <algorithm>
+#include <vector>
+
+#include "strategies/tensor_modes/mode_layer.hpp"
+
 namespace cuboid {
 namespace {
 
@@ -19,7 +24,7 @@ double forward_bytes(const LayerContext& c, LayerOp op) {
     const LayerDims& d = c.dims;
     const double a = d.act_bytes;
     const double region = c.bsh() / d.sp_div();
-    const double scores = static_cast<double>(d.b * d.heads) * static_cast<double>(d.s * d.s) / static_cast<double>(d.t);
+    const double scores = static_cast<double>(d.b * d.heads) * static_cast<double>(d.s * d.attended()) / static_cast<double>(d.t);
     const double ffn = static_cast<double>(d.tokens() * d.ffn) / static_cast<double>(d.t);
     switch (op) {
         case LayerOp::Ln1:
@@ -76,24 +81,80 @@ void forward_range(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp first,
         forward_kernel(e, c, ph, static_cast<LayerOp>(i));
 }
 
-// One half of a layer (attention or MLP): its LayerNorm, the sequence-parallel gather of the
-// normalised input, the kernels up to the row-parallel GEMM `out`, the tensor-parallel reduction
-// of its output, then bias-dropout-add.
-void half_layer_forward(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp ln, LayerOp first, LayerOp last,
-                        LayerOp out, LayerOp bda) {
-    const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
-    const std::uint32_t normalised = forward_kernel(e, c, ph, ln);
-    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, ph, OpKind::AllGather, normalised));
-    forward_range(e, c, ph, first, last);
-    const std::uint32_t produced = forward_kernel(e, c, ph, out);
-    e.wait_for(emit_tp_collective(e, c, ph, reduce, produced));
-    forward_kernel(e, c, ph, bda);
+// One of the layer's overlap_chunks sub-batches (seed_algorithms §1.3): 1/k of the GEMM rows,
+// kernel bytes and collective bytes, and 1/k of every stored activation, so the k sub-batches
+// keep exactly what the whole micro-batch keeps (Merak frees nothing earlier: each sub-batch's
+// tensors live until its own backward).
+LayerContext sub_batch(const LayerContext& c) {
+    if (c.overlap_chunks <= 1) return c;
+    LayerContext sub = c;
+    sub.dims = sub_batch_dims(c.dims, c.overlap_chunks);
+    sub.gemms = layer_gemms(sub.dims);
+    for (std::size_t i = 0; i < sub.memory.forward.size(); ++i) {
+        sub.memory.forward[i] /= c.overlap_chunks;
+        sub.memory.recompute[i] /= c.overlap_chunks;
+    }
+    sub.overlap_chunks = 1;
+    return sub;
 }
 
-// Ordinary or recomputed forward of the whole layer.
+// Per sub-batch, the tensor-parallel reduction still in flight (kNoOp: none).
+using Pending = std::vector<std::uint32_t>;
+
+Pending no_pending(const LayerContext& c) {
+    return Pending(static_cast<std::size_t>(std::max(1, c.overlap_chunks)), kNoOp);
+}
+
+// Tags the ops emitted next with the sub-batch whose slot of `pending` is `slot` (nullptr: the
+// whole micro-batch again), so that executors running the math know which rows an op touches.
+void tag_sub_batch(OpEmitter& e, const Pending& pending, const std::uint32_t* slot) {
+    if (pending.size() <= 1) return;
+    OpTag tag = e.context();
+    tag.sub_chunk = slot == nullptr ? -1 : static_cast<std::int32_t>(slot - pending.data());
+    e.set_context(tag);
+}
+
+// The next kernel of a sub-batch waits for its reduction, then bias-dropout-add finishes it.
+void finish_reduction(OpEmitter& e, const LayerContext& sub, Phase ph, std::uint32_t& pending, LayerOp bda) {
+    e.wait_for(pending);
+    pending = kNoOp;
+    forward_kernel(e, sub, ph, bda);
+}
+
+// One half of a layer (attention or MLP) for each sub-batch in turn: finish the sub-batch's
+// previous half (`before`, its bias-dropout-add, after the reduction), then this half's LayerNorm,
+// the sequence-parallel gather of the normalised input, the kernels up to the row-parallel GEMM
+// `out`, and issue the tensor-parallel reduction of its output without waiting, so the next
+// sub-batch computes while it is in flight (Merak's tp_overlapping_level 2). With one sub-batch
+// this is Megatron's order: the reduction blocks the next kernel.
+void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending& pending, const LayerOp* before,
+                        LayerOp ln, LayerOp first, LayerOp last, LayerOp out) {
+    const OpKind reduce = sub.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
+    for (std::uint32_t& in_flight : pending) {
+        tag_sub_batch(e, pending, &in_flight);
+        if (before) finish_reduction(e, sub, ph, in_flight, *before);
+        const std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
+        if (sub.dims.sp) e.wait_for(emit_tp_collective(e, sub, ph, OpKind::AllGather, normalised));
+        forward_range(e, sub, ph, first, last);
+        const std::uint32_t produced = forward_kernel(e, sub, ph, out);
+        in_flight = emit_tp_collective(e, sub, ph, reduce, produced);
+    }
+    tag_sub_batch(e, pending, nullptr);
+}
+
+// Ordinary or recomputed forward of the whole layer. Only the last sub-batch's MLP reduction is
+// exposed (Merak's level 3, which also hides it behind the next layer, is not modelled).
 void layer_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
-    half_layer_forward(e, c, ph, LayerOp::Ln1, LayerOp::Qkv, LayerOp::Av, LayerOp::Proj, LayerOp::Bda1);
-    half_layer_forward(e, c, ph, LayerOp::Ln2, LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2, LayerOp::Bda2);
+    const LayerContext sub = sub_batch(c);
+    Pending pending = no_pending(c);
+    half_layer_forward(e, sub, ph, pending, nullptr, LayerOp::Ln1, LayerOp::Qkv, LayerOp::Av, LayerOp::Proj);
+    const LayerOp bda1 = LayerOp::Bda1;
+    half_layer_forward(e, sub, ph, pending, &bda1, LayerOp::Ln2, LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2);
+    for (std::uint32_t& in_flight : pending) {
+        tag_sub_batch(e, pending, &in_flight);
+        finish_reduction(e, sub, ph, in_flight, LayerOp::Bda2);
+    }
+    tag_sub_batch(e, pending, nullptr);
 }
 
 double freed(const LayerContext& c, LayerOp op) {
@@ -136,6 +197,36 @@ void selective_recompute(OpEmitter& e, const LayerContext& c) {
     forward_range(e, c, Phase::Recompute, LayerOp::Qk, LayerOp::Av);
 }
 
+// Sequence parallelism: all-gather after the last kernel (the output gradient, or a LayerNorm
+// output for a weight gradient); kNoOp without it.
+std::uint32_t gather_after_last(OpEmitter& e, const LayerContext& c) {
+    return c.dims.sp ? emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()) : kNoOp;
+}
+
+// The MLP block's backward of one sub-batch; returns FC1's input-gradient reduction (in flight).
+std::uint32_t mlp_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
+    backward_memory(e, c, LayerOp::Bda2);
+    e.wait_for(gather_after_last(e, c));  // sequence parallel: gather the output gradient
+    backward_gemm(e, c, LayerOp::Fc2, kNoOp, kNoReduce);
+    backward_memory(e, c, LayerOp::Act);
+    const std::uint32_t regather = gather_after_last(e, c);  // LayerNorm-2 output for FC1's weight gradient
+    return backward_gemm(e, c, LayerOp::Fc1, regather, reduce);
+}
+
+// The attention block's backward of one sub-batch; returns QKV's input-gradient reduction.
+std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
+    backward_memory(e, c, LayerOp::Bda1);
+    e.wait_for(gather_after_last(e, c));
+    backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
+    if (c.recompute == Recompute::Selective) selective_recompute(e, c);
+    backward_gemm(e, c, LayerOp::Av, kNoOp, kNoReduce);
+    backward_memory(e, c, LayerOp::AttnDropout);
+    backward_memory(e, c, LayerOp::Softmax);
+    backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
+    const std::uint32_t regather = gather_after_last(e, c);
+    return backward_gemm(e, c, LayerOp::Qkv, regather, reduce);
+}
+
 }  // namespace
 
 LayerContext LayerContext::make(const LayerDims& d, Recompute r, const Labels& labels) {
@@ -167,37 +258,42 @@ std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phas
     return e.comm(o, after);
 }
 
-void emit_layer_forward(OpEmitter& e, const LayerContext& c) { layer_forward(e, c, Phase::Forward); }
+// 2d, 3d and atp run their own layer programs (strategies/tensor_modes/mode_layer.hpp).
+void emit_layer_forward(OpEmitter& e, const LayerContext& c) {
+    if (c.dims.mesh.own_program()) return emit_mode_layer_forward(e, c);
+    layer_forward(e, c, Phase::Forward);
+}
 
-void emit_layer_recompute(OpEmitter& e, const LayerContext& c) { layer_forward(e, c, Phase::Recompute); }
+void emit_layer_recompute(OpEmitter& e, const LayerContext& c) {
+    if (c.dims.mesh.own_program()) return emit_mode_layer_recompute(e, c);
+    layer_forward(e, c, Phase::Recompute);
+}
 
 void emit_layer_backward(OpEmitter& e, const LayerContext& c) {
-    const bool sp = c.dims.sp;
-    const OpKind reduce = c.tp() ? (sp ? OpKind::ReduceScatter : OpKind::AllReduce) : kNoReduce;
-    const auto gather_after_last = [&] {
-        return sp ? emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()) : kNoOp;
-    };
+    if (c.dims.mesh.own_program()) return emit_mode_layer_backward(e, c);
+    const OpKind reduce = c.tp() ? (c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce) : kNoReduce;
     if (c.recompute == Recompute::Full) layer_forward(e, c, Phase::Recompute);
-    // MLP block.
-    backward_memory(e, c, LayerOp::Bda2);
-    e.wait_for(gather_after_last());  // sequence parallel: gather the output gradient
-    backward_gemm(e, c, LayerOp::Fc2, kNoOp, kNoReduce);
-    backward_memory(e, c, LayerOp::Act);
-    std::uint32_t regather = gather_after_last();  // LayerNorm-2 output for FC1's weight gradient
-    e.wait_for(backward_gemm(e, c, LayerOp::Fc1, regather, reduce));
-    backward_memory(e, c, LayerOp::Ln2);
-    // Attention block.
-    backward_memory(e, c, LayerOp::Bda1);
-    e.wait_for(gather_after_last());
-    backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
-    if (c.recompute == Recompute::Selective) selective_recompute(e, c);
-    backward_gemm(e, c, LayerOp::Av, kNoOp, kNoReduce);
-    backward_memory(e, c, LayerOp::AttnDropout);
-    backward_memory(e, c, LayerOp::Softmax);
-    backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
-    regather = gather_after_last();
-    e.wait_for(backward_gemm(e, c, LayerOp::Qkv, regather, reduce));
-    backward_memory(e, c, LayerOp::Ln1);
+    // Sub-batches in reverse order, as Merak's backward runs them; each input-gradient reduction
+    // (QKV, FC1) is in flight while the next sub-batch computes, and the LayerNorm backward of
+    // its own sub-batch waits for it.
+    const LayerContext sub = sub_batch(c);
+    Pending pending = no_pending(c);
+    for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+        tag_sub_batch(e, pending, &*it);
+        *it = mlp_backward(e, sub, reduce);
+    }
+    for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+        tag_sub_batch(e, pending, &*it);
+        e.wait_for(*it);
+        backward_memory(e, sub, LayerOp::Ln2);
+        *it = attention_backward(e, sub, reduce);
+    }
+    for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+        tag_sub_batch(e, pending, &*it);
+        e.wait_for(*it);
+        backward_memory(e, sub, LayerOp::Ln1);
+    }
+    tag_sub_batch(e, pending, nullptr);
 }
 
 }  // namespace cuboid

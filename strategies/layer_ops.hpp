@@ -2,6 +2,10 @@
 // Megatron runs them: forward, backward (input- and weight-gradient GEMMs), the recomputation a
 // policy asks for, and the tensor-parallel collectives between them.
 //
+// With overlap_chunks k > 1 (Merak's sub-pipelined tensor parallelism, seed_algorithms §1.3) each
+// layer runs its micro-batch as k sub-batches: the reduction of sub-batch i's output is in flight
+// on the tensor stream while sub-batch i+1 computes, in the forward and (reversed) in the backward.
+//
 // Collectives (t > 1): without sequence parallelism an all-reduce of the b*s*h activation after
 // the projection and after FC2 (forward), and of the input gradient after the QKV and FC1
 // input-gradient GEMMs (backward). With sequence parallelism each all-reduce becomes a
@@ -25,6 +29,7 @@ struct LayerContext {
     LayerMemory memory;
     Recompute recompute = Recompute::None;
     bool tp_backward_overlap = true;  // see ParallelPlan::tp_backward_overlap
+    int overlap_chunks = 1;           // sub-batches per micro-batch, see ParallelPlan::overlap_chunks
     const Labels* labels = nullptr;
 
     static LayerContext make(const LayerDims& d, Recompute r, const Labels& labels);

@@ -14,6 +14,7 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.ffn = m.ffn_or_default();
     d.vocab = m.vocab;
     d.t = tensor;
+    d.mesh = TensorMesh::one_d(tensor);
     d.swiglu = m.swiglu;
     d.sp = sequence_parallel && tensor > 1;
     // Activations are stored in 16 bits under mixed precision (fp8 training keeps 16-bit
@@ -27,12 +28,23 @@ LayerGemms layer_gemms(const LayerDims& d) {
     const std::int64_t attn_batch = d.b * d.heads / d.t;
     LayerGemms g;
     g.qkv = {bs, d.qkv_width() / d.t, d.h, 1};
-    g.qk = {d.s, d.s, d.head_dim, attn_batch};
-    g.av = {d.s, d.head_dim, d.s, attn_batch};
+    g.qk = {d.s, d.attended(), d.head_dim, attn_batch};
+    g.av = {d.s, d.head_dim, d.attended(), attn_batch};
     g.proj = {bs, d.h, d.heads * d.head_dim / d.t, 1};
     g.fc1 = {bs, d.fc1_width() / d.t, d.h, 1};
     g.fc2 = {bs, d.h, d.ffn / d.t, 1};
     return g;
+}
+
+LayerDims sub_batch_dims(const LayerDims& d, int k) {
+    LayerDims sub = d;
+    if (d.b % k == 0) {
+        sub.b = d.b / k;
+    } else {
+        sub.keys = d.attended();
+        sub.s = d.s / k;
+    }
+    return sub;
 }
 
 sim::GemmShape logits_gemm(const LayerDims& d) { return {d.tokens(), d.vocab_per_rank(), d.h, 1}; }

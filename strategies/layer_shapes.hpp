@@ -7,6 +7,7 @@
 
 #include "sim/program.hpp"
 #include "strategies/scenario.hpp"
+#include "strategies/tensor_modes/tensor_mesh.hpp"
 
 namespace cuboid {
 
@@ -22,12 +23,25 @@ struct LayerDims {
     std::int64_t t = 1;          // tensor-parallel degree (1d)
     bool swiglu = false;
     bool sp = false;             // sequence parallel: LayerNorm/dropout regions split over t
+                                 // (also set by set_mesh for 2d/3d: their activation is split over t)
     double act_bytes = 2.0;      // bytes per activation element (16-bit unless fp32/tf32)
+    // Keys each query attends to; 0: s. A sub-batch cut along the sequence (sub_batch_dims)
+    // holds s/k queries that still attend to the whole sequence's keys.
+    std::int64_t keys = 0;
 
     static LayerDims make(const ModelSpec& m, int micro_batch, int tensor, bool sequence_parallel,
                           sim::Precision precision);
+    // The tensor-parallel mode and mesh (1d by default). 2d and 3d keep every activation between
+    // layers split over all t devices ([b*s/q, h/q] and [b*s/q^2, h/q]), which the embedding,
+    // the head and the pipeline transfers see as the sequence-parallel layout: set_mesh sets sp.
+    TensorMesh mesh = TensorMesh::one_d(1);
+    void set_mesh(const TensorMesh& m) {
+        mesh = m;
+        if (m.mode == TensorMode::TwoD || m.mode == TensorMode::ThreeD) sp = t > 1;
+    }
 
     std::int64_t tokens() const { return b * s; }
+    std::int64_t attended() const { return keys > 0 ? keys : s; }
     std::int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }  // all ranks
     std::int64_t kv_width() const { return kv_heads * head_dim; }
     std::int64_t fc1_width() const { return swiglu ? 2 * ffn : ffn; }             // all ranks
@@ -49,6 +63,13 @@ struct LayerGemms {
 };
 
 LayerGemms layer_gemms(const LayerDims& d);
+
+// One of `k` equal sub-batches of a micro-batch (Merak's sub-pipelined tensor parallelism,
+// seed_algorithms §1.3): whole sequences (b/k) when k divides b, as Merak's chunk along the batch;
+// else s/k positions of every sequence, whose queries attend to all s keys. Either way every GEMM
+// has 1/k of the rows (or of the attention batch) and the k sub-batches sum to the micro-batch's
+// FLOPs. Needs k | b or k | s (validate_plan).
+LayerDims sub_batch_dims(const LayerDims& d, int k);
 sim::GemmShape logits_gemm(const LayerDims& d);  // [bs, h] x [h, V/t]
 
 // 2*m*n*k per product: one multiply and one add per term.

@@ -6,6 +6,7 @@
 //     rank = tp + t * (dp + d * pp)
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct Layout {
     int data = 1;
     int virtual_stages = 1;  // model chunks per stage (interleaved schedule), else 1
     int micro_batches = 1;   // per pipeline per iteration: global_batch / (micro_batch * data)
+    // The tensor group as a mesh of up to three axes, axis 0 fastest (product = tensor):
+    // 1d {t,1,1}; 2d {q,q,1}; 3d {q,q,q}; atp {d1,d2,1}. Tensor index i has coordinate
+    // mesh_coord(i, a) on axis a; the ranks that differ only along axis a form that axis' group.
+    std::array<int, 3> tensor_mesh{1, 1, 1};
     // Layers of global chunk j, j = local_chunk * pipeline + stage (stage s holds chunks
     // s, s+p, s+2p, ...). Megatron requires layers % (p*v) == 0; cuboid also accepts the rest
     // and spreads it one layer each over the first chunks.
@@ -27,6 +32,17 @@ struct Layout {
     int gpus() const { return tensor * pipeline * data; }
     std::uint32_t rank(int tp, int dp, int pp) const {
         return static_cast<std::uint32_t>(tp + tensor * (dp + data * pp));
+    }
+    int mesh_coord(int tp_index, int axis) const {
+        int stride = 1;
+        for (int a = 0; a < axis; ++a) stride *= tensor_mesh[static_cast<std::size_t>(a)];
+        return (tp_index / stride) % tensor_mesh[static_cast<std::size_t>(axis)];
+    }
+    // More than one mesh axis longer than 1: the layers use the axis groups, not one flat group.
+    bool multi_axis_mesh() const {
+        int axes = 0;
+        for (int n : tensor_mesh) axes += n > 1 ? 1 : 0;
+        return axes > 1;
     }
     int tp_of(std::uint32_t r) const { return static_cast<int>(r) % tensor; }
     int dp_of(std::uint32_t r) const { return (static_cast<int>(r) / tensor) % data; }

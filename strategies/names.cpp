@@ -32,9 +32,15 @@ std::vector<NamedValue> recompute_names() {
 
 std::vector<NamedValue> tensor_mode_names() {
     return {{"1d", "Megatron tensor parallelism (Shoeybi et al. 2019)"},
-            {"2d", "2D SUMMA tensor parallelism; not yet supported"},
-            {"3d", "3D tensor parallelism (Bian et al. 2021); not yet supported"},
-            {"atp", "adaptive tensor parallelism (Cheng et al. 2023); not yet supported"}};
+            {"2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)"},
+            {"3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
+            {"atp", "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"}};
+}
+
+std::vector<NamedValue> atp_order_names() {
+    return {{"auto", "chosen with the mesh from the cluster's communication matrix"},
+            {"column-first", "mesh axis 0 (consecutive GPUs) splits the first linear's columns (heads, MLP)"},
+            {"row-first", "mesh axis 0 (consecutive GPUs) splits the hidden size"}};
 }
 
 std::vector<NamedValue> precision_names() {
@@ -55,6 +61,10 @@ Recompute parse_recompute(const std::string& word, const InputLocation& where) {
 
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where) {
     return static_cast<TensorMode>(find_name(tensor_mode_names(), word, where, "tensor mode"));
+}
+
+AtpOrder parse_atp_order(const std::string& word, const InputLocation& where) {
+    return static_cast<AtpOrder>(find_name(atp_order_names(), word, where, "ATP order"));
 }
 
 sim::Precision parse_precision(const std::string& word, const InputLocation& where) {

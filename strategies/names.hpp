@@ -20,11 +20,13 @@ std::vector<NamedValue> schedule_names();
 std::vector<NamedValue> recompute_names();
 std::vector<NamedValue> tensor_mode_names();
 std::vector<NamedValue> precision_names();
+std::vector<NamedValue> atp_order_names();  // enum AtpOrder
 
 Schedule parse_schedule(const std::string& word, const InputLocation& where);
 Recompute parse_recompute(const std::string& word, const InputLocation& where);
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where);
 sim::Precision parse_precision(const std::string& word, const InputLocation& where);
+AtpOrder parse_atp_order(const std::string& word, const InputLocation& where);
 std::string precision_name(sim::Precision p);
 
 }  // namespace cuboid

@@ -8,6 +8,7 @@ std::uint32_t OpEmitter::append(sim::Op op, const std::uint32_t* deps, std::uint
     op.precision = precision_;
     list_.deps.insert(list_.deps.end(), deps, deps + count);
     list_.ops.push_back(op);
+    if (tags_ != nullptr) tags_->push_back(context_);
     return static_cast<std::uint32_t>(list_.ops.size() - 1);
 }
 

@@ -11,6 +11,7 @@
 
 #include "sim/program.hpp"
 #include "strategies/layer_shapes.hpp"
+#include "strategies/op_tag.hpp"
 
 namespace cuboid {
 
@@ -34,6 +35,10 @@ public:
     std::uint32_t last_compute() const { return last_compute_; }
     sim::Precision precision() const { return precision_; }
     sim::OpList& list() { return list_; }
+    // Optional side table: every appended op gets the current context as its tag.
+    void set_tags(std::vector<OpTag>* tags) { tags_ = tags; }
+    void set_context(const OpTag& context) { context_ = context; }
+    const OpTag& context() const { return context_; }
 
 private:
     std::uint32_t append(sim::Op op, const std::uint32_t* deps, std::uint32_t count);
@@ -42,6 +47,8 @@ private:
     sim::Precision precision_;
     std::vector<std::uint32_t> pending_;
     std::uint32_t last_compute_ = kNoOp;
+    std::vector<OpTag>* tags_ = nullptr;
+    OpTag context_{};
 };
 
 // Op constructors. `act_bytes` is the activation element size; GEMM bytes are the three operands.

@@ -1,24 +1,19 @@
 // validate_plan: every way a scenario's plan can be impossible, each reported at its key.
 #include <string>
 
+#include "strategies/plan_checker.hpp"
+
 #include "strategies/layout.hpp"
+#include "strategies/partition/stage_partition.hpp"
 #include "strategies/schedule.hpp"
+#include "strategies/tensor_modes/mode_validation.hpp"
 
 namespace cuboid {
 namespace {
 
 using std::to_string;
 
-class Checker {
-public:
-    explicit Checker(const Scenario& sc) : sc_(sc) {}
-    void require(bool ok, const std::string& key, const std::string& why) const {
-        if (!ok) throw InputError(sc_.where(key), why);
-    }
-
-private:
-    const Scenario& sc_;
-};
+using Checker = PlanChecker;
 
 void check_model(const Checker& c, const ModelSpec& m) {
     c.require(m.layers > 0, "model.layers", "must be a positive number of layers");
@@ -35,10 +30,6 @@ void check_model(const Checker& c, const ModelSpec& m) {
 }
 
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
-    c.require(p.tensor_mode == TensorMode::OneD, "parallel.tensor_mode",
-              to_string(p.tensor_mode) + " is not yet supported; allowed now: 1d");
-    c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
-              "values above 1 (chunked tensor-parallel overlap) are not yet supported; allowed now: 1");
     c.require(p.zero_stage >= 0 && p.zero_stage <= 3, "parallel.zero_stage", "allowed: 0, 1, 2, 3");
     c.require(p.zero_stage != 3, "parallel.zero_stage",
               "ZeRO stage 3 (parameter gathers per layer) is not yet supported; allowed now: 0, 1, 2");
@@ -70,15 +61,26 @@ void check_tensor(const Checker& c, const Scenario& sc) {
     // A tensor group must tile nodes: whole groups inside a node, or whole nodes per group.
     c.require(gpn % t == 0 || t % gpn == 0, "parallel.tensor",
               "tensor " + to_string(t) + " must divide gpus_per_node " + to_string(gpn) + " or be a multiple of it");
-    c.require(m.heads % t == 0, "parallel.tensor",
+    // Megatron's 1d splits heads and MLP columns t ways; the other modes check their mesh's
+    // splits (strategies/tensor_modes/mode_validation.cpp).
+    const bool one_d = sc.parallel.tensor_mode == TensorMode::OneD;
+    c.require(!one_d || m.heads % t == 0, "parallel.tensor",
               "must divide the " + to_string(m.heads) + " attention heads");
-    c.require(m.kv_heads_or_default() % t == 0, "parallel.tensor",
+    c.require(!one_d || m.kv_heads_or_default() % t == 0, "parallel.tensor",
               "must divide the " + to_string(m.kv_heads_or_default()) + " key/value heads");
-    c.require(m.ffn_or_default() % t == 0, "parallel.tensor",
+    c.require(!one_d || m.ffn_or_default() % t == 0, "parallel.tensor",
               "must divide the MLP size " + to_string(m.ffn_or_default()));
     if (sc.parallel.sequence_parallel)
         c.require(m.seq_len % t == 0, "parallel.sequence_parallel",
                   "sequence parallelism needs seq_len " + to_string(m.seq_len) + " divisible by tensor " + to_string(t));
+    // Sub-pipelined tensor parallelism (Merak) cuts each micro-batch into k equal sub-batches of
+    // whole sequences (k | micro_batch, Merak's cut along the batch) or of s/k positions of every
+    // sequence (k | seq_len), so every sub-batch runs the same GEMM shapes.
+    const int k = sc.parallel.overlap_chunks, b = sc.training.micro_batch;
+    c.require(k >= 1, "parallel.overlap_chunks", "must be at least 1");
+    c.require(b % k == 0 || m.seq_len % k == 0, "parallel.overlap_chunks",
+              "the " + to_string(k) + " sub-batches must split the micro-batch's tokens evenly: k must divide micro_batch " +
+                  to_string(b) + " or seq_len " + to_string(m.seq_len));
 }
 
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
@@ -115,6 +117,7 @@ Layout validate_plan(const Scenario& sc) {
     check_unsupported(c, sc.parallel);
     const int data = check_degrees(c, sc);
     check_tensor(c, sc);
+    const TensorMesh mesh = check_tensor_mode(sc);
     const TrainingSpec& tr = sc.training;
     c.require(tr.micro_batch >= 1, "training.micro_batch", "must be at least 1");
     c.require(tr.global_batch >= 1, "training.global_batch", "must be at least 1");
@@ -128,8 +131,9 @@ Layout validate_plan(const Scenario& sc) {
     l.pipeline = sc.parallel.pipeline;
     l.data = data;
     l.virtual_stages = sc.parallel.virtual_stages;
+    l.tensor_mesh = mesh.axes;
     l.micro_batches = m;
-    l.chunk_layers = balanced_split(sc.model.layers, l.pipeline * l.virtual_stages);
+    l.chunk_layers = stage_partition(sc, l);
     return l;
 }
 

@@ -15,8 +15,10 @@ namespace cuboid {
 namespace {
 
 LayerDims dims_of(const Scenario& sc) {
-    return LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
-                           sc.training.precision);
+    LayerDims d = LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
+                                  sc.training.precision);
+    d.set_mesh(tensor_mesh_of(sc));  // 2d / 3d / atp layer programs
+    return d;
 }
 
 // One activation message of b*s*h elements, split over the tensor ranks (scatter/gather).
@@ -63,6 +65,7 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
 LayerContext base_layer(const Scenario& sc, const Labels& labels) {
     LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
     layer.tp_backward_overlap = sc.parallel.tp_backward_overlap;
+    layer.overlap_chunks = sc.parallel.overlap_chunks;
     return layer;
 }
 
@@ -114,19 +117,25 @@ sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptio
     return build_program_checkpointing(sc, l, checkpointed_layers(sc, l, options));
 }
 
-sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed) {
+namespace {
+
+// `tags` (optional) receives one tag per op of each stage's OpList.
+sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed, ProgramTags* tags) {
     sim::Program program;
     const Labels labels = intern_labels(program);
     build_groups(program, l, labels);
     const LayerContext layer = base_layer(sc, labels);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
+    if (tags != nullptr) tags->assign(static_cast<std::size_t>(l.pipeline), {});
     // Stages are independent (each writes only its own OpList), so they are built in parallel;
     // the result does not depend on the thread count.
     std::atomic<int> next{0};
     const auto worker = [&] {
-        for (int s = next++; s < l.pipeline; s = next++)
-            build_stage(program.op_lists[static_cast<std::size_t>(s)],
-                        stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)]));
+        for (int s = next++; s < l.pipeline; s = next++) {
+            StagePlan plan = stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)]);
+            if (tags != nullptr) plan.tags = &(*tags)[static_cast<std::size_t>(s)];
+            build_stage(program.op_lists[static_cast<std::size_t>(s)], plan);
+        }
     };
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> helpers(std::min<std::size_t>(cores, static_cast<std::size_t>(l.pipeline)) - 1);
@@ -134,6 +143,18 @@ sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, co
     worker();
     for (auto& t : helpers) t.join();
     return program;
+}
+
+}  // namespace
+
+sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed) {
+    return build_stages(sc, l, checkpointed, nullptr);
+}
+
+TaggedProgram build_tagged_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {
+    TaggedProgram out;
+    out.program = build_stages(sc, l, checkpointed_layers(sc, l, options), &out.tags);
+    return out;
 }
 
 double program_gemm_flops(const sim::Program& program) {

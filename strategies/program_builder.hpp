@@ -13,6 +13,7 @@
 
 #include "sim/program.hpp"
 #include "strategies/layout.hpp"
+#include "strategies/op_tag.hpp"
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
@@ -37,6 +38,16 @@ std::vector<int> checkpointed_layers(const Scenario& scenario, const Layout& lay
 // build_program with a given checkpointed_layers() choice.
 sim::Program build_program_checkpointing(const Scenario& scenario, const Layout& layout,
                                          const std::vector<int>& checkpointed);
+
+// A program with its tags: which layer, micro-batch and chunk each op works on (op_tag.hpp), for
+// executors that run the program's math.
+struct TaggedProgram {
+    sim::Program program;
+    ProgramTags tags;  // tags[op_list][op]
+};
+
+// build_program with the tag side table.
+TaggedProgram build_tagged_program(const Scenario& scenario, const Layout& layout, const BuildOptions& options = {});
 
 // GEMM FLOPs the program executes over all GPUs (each OpList counted once per rank running it):
 // the model FLOPs plus recomputed forward work.

@@ -1,6 +1,7 @@
 #include "strategies/program_groups.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "strategies/group_slots.hpp"
 
@@ -18,6 +19,28 @@ Index add_group(sim::Program& p, std::vector<std::uint32_t> ranks, std::uint32_t
 std::vector<std::uint32_t> pair(const Layout& l, int tp, int dp, int a, int b) {
     const std::uint32_t ra = l.rank(tp, dp, a), rb = l.rank(tp, dp, b);
     return a < b ? std::vector<std::uint32_t>{ra, rb} : std::vector<std::uint32_t>{rb, ra};
+}
+
+// The axis groups of the tensor group at (dp, stage): for each axis, one group per combination of
+// the other coordinates. Returns, per tensor index, the group index of each axis.
+std::vector<std::array<Index, 3>> add_axis_groups(sim::Program& p, const Layout& l, int dp, int stage,
+                                                   std::uint32_t label) {
+    std::vector<std::array<Index, 3>> out(static_cast<std::size_t>(l.tensor));
+    for (int axis = 0; axis < 3; ++axis) {
+        for (int i = 0; i < l.tensor; ++i) {
+            int stride = 1;
+            for (int a = 0; a < axis; ++a) stride *= l.tensor_mesh[static_cast<std::size_t>(a)];
+            const int base = i - l.mesh_coord(i, axis) * stride;
+            if (base != i) continue;  // only the member with coordinate 0 creates the group
+            std::vector<std::uint32_t> ranks;
+            for (int c = 0; c < l.tensor_mesh[static_cast<std::size_t>(axis)]; ++c)
+                ranks.push_back(l.rank(base + c * stride, dp, stage));
+            const Index g = add_group(p, std::move(ranks), label);
+            for (int c = 0; c < l.tensor_mesh[static_cast<std::size_t>(axis)]; ++c)
+                out[static_cast<std::size_t>(base + c * stride)][static_cast<std::size_t>(axis)] = g;
+        }
+    }
+    return out;
 }
 
 }  // namespace
@@ -62,12 +85,21 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels) {
                 grad[at(s, i, j, t, d)] = add_group(p, pair(l, i, j, s, n), labels.group_pp_grad);
             }
     }
+    // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
+    std::vector<std::vector<std::array<Index, 3>>> axis_groups;
+    if (l.multi_axis_mesh())
+        for (int s = 0; s < pp; ++s)
+            for (int j = 0; j < d; ++j) axis_groups.push_back(add_axis_groups(p, l, j, s, labels.group_tp));
     p.ranks.resize(static_cast<std::size_t>(l.gpus()));
     for (std::uint32_t r = 0; r < p.ranks.size(); ++r) {
         const int i = l.tp_of(r), j = l.dp_of(r), s = l.stage_of(r);
         const Index tp = tp_group[static_cast<std::size_t>(s * d + j)];
         std::vector<std::uint32_t> g(slot::kCount, tp);
         g[slot::kData] = dp_group[static_cast<std::size_t>(s * t + i)];
+        if (!axis_groups.empty())
+            for (int a = 0; a < 3; ++a)
+                g[slot::tensor_axis(a)] = axis_groups[static_cast<std::size_t>(s * d + j)][static_cast<std::size_t>(i)]
+                                                     [static_cast<std::size_t>(a)];
         if (const int n = next_stage(l, s); n >= 0) {
             g[slot::kActToNext] = act[at(s, i, j, t, d)];
             g[slot::kGradFromNext] = grad[at(s, i, j, t, d)];

@@ -36,6 +36,8 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     RunResult r;
     r.scenario = sc.name;
     r.gpus = layout.gpus();
+    r.chunk_layers = layout.chunk_layers;
+    r.tensor_mesh = layout.tensor_mesh;
     r.iteration_time_s = to_seconds(sim.makespan);
     r.hardware_flops_per_iteration = program_gemm_flops(program);
     fill_rates(r, sc, hardware->gpu());

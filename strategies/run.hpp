@@ -2,6 +2,7 @@
 // the figures of the output contract (shared/spec/scenario.md).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <ostream>
 #include <span>
@@ -45,6 +46,10 @@ struct RunResult {
     // Per pipeline stage, the fraction of its layers checkpointed (recomputed in the backward):
     // 0 or 1 for none / selective / full, the memory-driven choice for stage-aware.
     std::vector<double> stage_recompute_fraction;
+    // Layers per model chunk as the plan placed them (partitioner or override; chunk j of stage s
+    // is j = local_chunk * pipeline + s), and the tensor group's mesh {a0, a1, a2}.
+    std::vector<int> chunk_layers;
+    std::array<int, 3> tensor_mesh{1, 1, 1};
     // optional extras (time to train, cost, energy) when the scenario gives tokens / cost
     std::optional<double> time_to_train_s;
     std::optional<double> cost_usd;

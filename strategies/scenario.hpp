@@ -2,6 +2,7 @@
 // (strategies/cli/scenario_loader.*) fills it and records where each key came from.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ struct ModelSpec {
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath };
 enum class Recompute { None, Full, Selective, StageAware };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
+enum class PartitionMethod { Auto, Uniform };
+// ATP (Cheng et al. 2023): which mesh direction the first linear layer of a block splits
+// (column-first or row-first); Auto: chosen from the cluster's hierarchical communication matrix.
+enum class AtpOrder { Auto, ColumnFirst, RowFirst };
 
 struct TrainingSpec {
     int global_batch = 0;                 // sequences per iteration
@@ -58,6 +63,15 @@ struct ParallelPlan {
     // Shifted critical path: Merak's R pass re-runs the whole stage (its code switches
     // checkpointing off for that call); false: only the checkpointed layers (seed_algorithms §1.1).
     bool scp_whole_stage_recompute = true;
+    // ATP mesh d1 x d2 (d1 * d2 = tensor); {0, 0}: chosen with the order from the cluster.
+    std::array<int, 2> atp_mesh{0, 0};
+    AtpOrder atp_order = AtpOrder::Auto;
+    // Layers per pipeline stage (per model chunk with virtual stages), a manual override of the
+    // automatic partitioner; empty: the partitioner decides.
+    std::vector<int> stage_layers;
+    // Without stage_layers: Megatron's uniform split, or the automatic partitioner that balances
+    // stage time and memory (strategies/partition/).
+    PartitionMethod partition = PartitionMethod::Auto;
 };
 
 struct CostSpec {

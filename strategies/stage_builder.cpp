@@ -5,6 +5,7 @@
 #include "strategies/edge_ops.hpp"
 #include "strategies/group_slots.hpp"
 #include "strategies/schedule.hpp"
+#include "strategies/tensor_modes/partial_grads.hpp"
 
 namespace cuboid {
 namespace {
@@ -24,12 +25,14 @@ public:
         checkpointed_ = plan.layer.with_policy(Recompute::Full);
         after_recompute_ = checkpointed_;
         after_recompute_.recompute = Recompute::None;  // frees what the forward and R allocated
+        e_.set_tags(plan.tags);
     }
 
     void build() {
         const auto steps = stage_schedule(plan_.schedule, l_.pipeline, l_.micro_batches, l_.virtual_stages, plan_.stage);
         reserve(steps.size());
         for (const PipelineStep& s : steps) {
+            e_.set_context(OpTag{-1, s.micro, s.chunk, -1});
             switch (s.pass) {
                 case Pass::Forward:
                 case Pass::ForwardCkpt: forward(s); break;
@@ -37,7 +40,9 @@ public:
                 case Pass::Backward: backward(s); break;
             }
         }
-        if (!plan_.dp_overlap) reduce_gradients(total_params(), e_.last_compute());
+        e_.set_context(OpTag{});
+        const std::uint32_t synced = sync_partial_gradients();
+        if (!plan_.dp_overlap) reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
         optimizer_step();
     }
 
@@ -71,6 +76,12 @@ private:
         return done;
     }
 
+    // Ops emitted from here on belong to stage-level layer j of the step's chunk (-1: none).
+    void at_layer(const PipelineStep& st, int j) {
+        const int global = j < 0 ? -1 : l_.first_layer_of(plan_.stage, st.chunk) + j - first_layer(st.chunk);
+        e_.set_context(OpTag{global, st.micro, st.chunk, -1});
+    }
+
     // Stage-level index of a chunk's first layer (chunks in local order).
     int first_layer(int chunk) const {
         int j = 0;
@@ -96,21 +107,32 @@ private:
         pre_checkpointed_[static_cast<std::size_t>(st.micro)] = fc ? 1 : 0;
         if (!first) receive(labels_.recv_act, slot::kActFromPrev);
         if (first) emit_embedding_forward(e_, plan_.layer);
-        for (int i = 0; i < n; ++i)
+        for (int i = 0; i < n; ++i) {
+            at_layer(st, base + i);
             emit_layer_forward(e_, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
+        }
+        at_layer(st, -1);
         if (last) return emit_head_forward(e_, plan_.layer);
-        if (defers_send(st.micro)) return deferred_sends_.push_back(e_.last_compute());
+        if (defers_send(st.micro)) {
+            deferred_tags_.push_back(e_.context());
+            return deferred_sends_.push_back(e_.last_compute());
+        }
         e_.comm(p2p(OpKind::Send, labels_.send_act, slot::kActToNext), e_.last_compute());
     }
 
     // R: re-run the pre-checkpointed layers, then wait for the gradient (Merak's R embeds rG).
     void recompute(const PipelineStep& st) {
         const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
-        for (int i = 0; i < n; ++i)
+        for (int i = 0; i < n; ++i) {
+            at_layer(st, base + i);
             if (pre_checkpointed(base + i)) emit_layer_recompute(e_, checkpointed_);
+        }
+        at_layer(st, -1);
         const std::uint32_t grad = receive(labels_.recv_grad, slot::kGradFromNext);
         grad_received_[static_cast<std::size_t>(st.micro)] = 1;
         if (deferred_sends_.empty()) return;
+        e_.set_context(deferred_tags_.front());  // the send belongs to the deferred micro-batch
+        deferred_tags_.erase(deferred_tags_.begin());
         e_.comm(p2p(OpKind::Send, labels_.send_act, slot::kActToNext), {e_.last_compute(), grad});
         deferred_sends_.erase(deferred_sends_.begin());
     }
@@ -139,9 +161,11 @@ private:
             add(plan_.head_params);
         }
         for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
+            at_layer(st, base + i);
             emit_layer_backward(e_, backward_context(st.micro, base + i));
             add(plan_.layer_params);
         }
+        at_layer(st, -1);
         if (first) {
             emit_embedding_backward(e_, plan_.layer);
             add(plan_.embedding_params);
@@ -169,6 +193,21 @@ private:
         reductions_.push_back(e_.comm(op, after));
     }
 
+    // The tensor-parallel all-reduces of the gradients that are partial over a device's rows
+    // (tensor_modes/partial_grads.hpp), chained after the last backward; the optimizer waits for
+    // them. Returns the last one (kNoOp: none).
+    std::uint32_t sync_partial_gradients() {
+        const bool head = plan_.stage == l_.pipeline - 1;
+        std::uint32_t after = e_.last_compute(), last = kNoOp;
+        for (const PartialGradReduction& r : partial_grad_reductions(plan_.layer.dims, l_.layers_on_stage(plan_.stage), head)) {
+            const sim::Op op = comm_op(OpKind::AllReduce, labels_.tp_grad_sync, r.params * plan_.grad_bytes_per_param,
+                                       sim::stream::kTensorComm, r.slot, OpCategory::TensorComm);
+            after = last = e_.comm(op, after);
+            reductions_.push_back(last);
+        }
+        return last;
+    }
+
     // Adam on the local shard once every gradient is reduced; with ZeRO the updated 16-bit
     // weights are all-gathered back to every replica.
     void optimizer_step() {
@@ -191,6 +230,7 @@ private:
     std::vector<char> pre_checkpointed_;  // per micro-batch: forwarded as Fc
     std::vector<char> grad_received_;     // per micro-batch: its R already received the gradient
     std::vector<std::uint32_t> deferred_sends_;  // activation sends waiting for the next R
+    std::vector<OpTag> deferred_tags_;           // and the micro-batches they carry
     std::vector<std::uint32_t> reductions_;
     LayerContext plain_, checkpointed_, after_recompute_;
 };

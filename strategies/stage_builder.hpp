@@ -39,6 +39,7 @@ struct StagePlan {
     double optimizer_bytes_per_param = 30.0;  // HBM traffic of the Adam step
     double bucket_params = 40e6;
     Bytes resident{0.0};
+    std::vector<OpTag>* tags = nullptr;  // optional: one tag per op (layer, micro-batch, chunk)
 };
 
 void build_stage(sim::OpList& list, const StagePlan& plan);

@@ -1,5 +1,6 @@
 #include "strategies/training_state.hpp"
 
+#include "strategies/layer_shapes.hpp"
 #include "strategies/model_math.hpp"
 
 namespace cuboid {
@@ -34,8 +35,23 @@ double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline) {
     return (head_parameter_count(m) - (m.swiglu ? vh : 0.0)) + (output_matrix ? vh / t : 0.0);
 }
 
+double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>& mesh) {
+    const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
+    const double h = static_cast<double>(d.h);
+    const double qkv = static_cast<double>(d.qkv_width()), fc1 = static_cast<double>(d.fc1_width());
+    const double matrices = h * qkv + h * h + h * fc1 + static_cast<double>(d.ffn) * h;
+    // GPT: biases of QKV and FC1 (first linears) and of the projection and FC2 (second), two
+    // LayerNorms (scale and bias); Llama: no biases, two RMSNorm scales (as model_math.cpp).
+    const double column_biases = m.swiglu ? 0.0 : qkv + fc1;
+    const double second_biases = m.swiglu ? 0.0 : 2.0 * h;
+    const double norms = m.swiglu ? 2.0 * h : 4.0 * h;
+    const double t = static_cast<double>(mesh[0]) * mesh[1] * mesh[2];
+    if (mesh[2] > 1) return matrices / t + (column_biases + second_biases + norms) / mesh[2];
+    return matrices / t + column_biases / mesh[0] + (second_biases + norms) / mesh[1];
+}
+
 double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage) {
-    double params = l.layers_on_stage(stage) * layer_parameter_count_per_rank(m, l.tensor);
+    double params = l.layers_on_stage(stage) * layer_parameters_per_device(m, l.tensor_mesh);
     if (stage == 0) params += embedding_parameters_per_rank(m, l.tensor);
     if (stage == l.pipeline - 1) params += head_parameters_per_rank(m, l.tensor, l.pipeline);
     return params;

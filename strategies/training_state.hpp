@@ -8,6 +8,8 @@
 // is the fp16 case without Megatron's fp32 main-gradient copy.
 #pragma once
 
+#include <array>
+
 #include "sim/program.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/scenario.hpp"
@@ -32,6 +34,17 @@ double optimizer_step_bytes_per_param(sim::Precision p);
 // embedding (+ learned positions) on the first stage, the final norm and output matrix on the
 // last (for a tied GPT embedding Megatron keeps a copy there when p > 1).
 double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage);
+// Parameters of one transformer layer on one device of the tensor mesh (Layout::tensor_mesh).
+// Every mode splits the weight matrices over all t devices. Biases and norms:
+//   two-axis mesh {dc, dr} (1d = {t, 1}; 2d = {q, q}; atp column-first): the first linears'
+//     biases follow their output columns (/dc), the second linears' biases and the LayerNorms
+//     follow the hidden split (/dr), replicated over the other axis (Optimus keeps a bias block
+//     per mesh column; Megatron replicates the row-parallel biases and norms over t);
+//   3d {q, q, q}: every bias and LayerNorm parameter is split q ways along the output dimension
+//     and replicated over the q^2 devices of the input x weight plane (ColossalAI's Linear3D and
+//     LayerNorm3D, seed_algorithms §2.1).
+// For ATP row-first the roles of the two axes swap; the difference is a few bias vectors.
+double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>& mesh);
 double embedding_parameters_per_rank(const ModelSpec& m, int t);
 double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline);
 

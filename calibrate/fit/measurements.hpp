@@ -40,6 +40,8 @@ struct CollectivePoint {
     int ranks = 0;
     double bytes = 0.0;           // S as in hardware_models/collectives.hpp
     double seconds = 0.0;         // median over trials, slowest rank
+    int nodes = 1;                // nodes the group spans (mpirun across nodes: > 1)
+    std::string algorithm = "auto";  // "auto": NCCL's own choice; "ring", "tree": forced (NCCL_ALGO)
 };
 
 struct CopyPoint {

@@ -1,5 +1,6 @@
 #include "calibrate/fit/plan.hpp"
 
+#include <cctype>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -71,6 +72,28 @@ std::vector<int> group_sizes_for(int gpus) {
     return g;
 }
 
+bool algorithm_applies(const std::string& algorithm, const std::string& kind) {
+    if (algorithm == "auto") return true;
+    if (algorithm == "tree") return kind == "all-reduce";
+    if (algorithm == "ring") return kind != "all-to-all" && kind != "send-recv";
+    return false;
+}
+
+std::string nccl_algo_name(const std::string& algorithm) {
+    std::string s = algorithm;
+    if (!s.empty()) s[0] = char(std::toupper(static_cast<unsigned char>(s[0])));
+    return s;
+}
+
+std::vector<NodeGroup> node_groups_for(int nodes, int gpus) {
+    std::vector<NodeGroup> out;
+    for (int n : group_sizes_for(nodes)) {
+        out.push_back({n, 1});
+        if (gpus > 1) out.push_back({n, gpus});
+    }
+    return out;
+}
+
 Plan make_plan(const PlanOptions& o) {
     Plan p;
     // Transformer dimensions: m = tokens (micro-batch x sequence), n and k = hidden sizes and
@@ -90,8 +113,10 @@ Plan make_plan(const PlanOptions& o) {
     p.memory_bytes = o.quick ? doubling(1 << 20, 1 << 30, 16) : doubling(1 << 20, 4.0 * (1 << 30), 4);
     p.collectives = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"};
     p.group_sizes = group_sizes_for(o.gpus);
+    p.node_groups = node_groups_for(o.nodes, o.gpus);
     p.collective_bytes = doubling(1024, o.quick ? 256.0 * (1 << 20) : 1024.0 * (1 << 20), o.quick ? 4 : 2);
     p.copy_bytes = doubling(4096, o.quick ? 256.0 * (1 << 20) : 1024.0 * (1 << 20), 4);
+    if (!o.quick) p.forced_algorithms = {"ring", "tree"};
     if (o.quick) p.repeats = 5;
     return p;
 }
@@ -104,11 +129,20 @@ double estimate_seconds(const Plan& p) {
         for (const auto& g : p.batched) t += timed(p, 2.0 * g.m * g.n * g.k * g.batch / gemm_rate(prec) + 5e-6);
     for (std::size_t i = 0; i < p.memory_kernels.size(); ++i)
         for (double b : p.memory_bytes) t += timed(p, b / 2.8e12 + 3e-6);
-    t += kCommInit * double(p.group_sizes.size());
+    t += kCommInit * double(p.group_sizes.size() * (1 + p.forced_algorithms.size()));
     for (int ranks : p.group_sizes)
         for (std::size_t c = 0; c < p.collectives.size(); ++c) {
             if (p.collectives[c] == "send-recv" && ranks != 2) continue;
-            for (double b : p.collective_bytes) t += timed(p, 2.0 * b / 350e9 + 20e-6);
+            std::size_t passes = 1;
+            for (const auto& a : p.forced_algorithms) passes += algorithm_applies(a, p.collectives[c]) ? 1 : 0;
+            for (double b : p.collective_bytes) t += double(passes) * timed(p, 2.0 * b / 350e9 + 20e-6);
+        }
+    // Across nodes: ~25 GB/s per NIC (200 Gb/s class) and a few microseconds more per call.
+    t += kCommInit * double(p.node_groups.size());
+    for (const auto& g : p.node_groups)
+        for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+            if (p.collectives[c] == "send-recv" && g.ranks() != 2) continue;
+            for (double b : p.collective_bytes) t += timed(p, 2.0 * b / 25e9 + 30e-6);
         }
     for (double b : p.copy_bytes) t += 2.0 * timed(p, b / 25e9 + 10e-6);
     return t;
@@ -142,6 +176,14 @@ std::string describe(const Plan& p) {
     s << " (send-recv on 2 ranks only): " << collective_configs << " configurations x "
       << p.collective_bytes.size() << " sizes, " << human(p.collective_bytes.front()) << " to "
       << human(p.collective_bytes.back()) << "\n";
+    if (!p.forced_algorithms.empty())
+        s << "  each also with the algorithm forced (NCCL_ALGO): " << list(p.forced_algorithms)
+          << " (ring: all but all-to-all and send-recv; tree: all-reduce)\n";
+    if (!p.node_groups.empty()) {
+        s << "NCCL collectives across nodes (mpirun), nodes x GPUs per node:";
+        for (const auto& g : p.node_groups) s << " " << g.nodes << "x" << g.gpus_per_node;
+        s << " (same kinds and sizes)\n";
+    }
     s << "timing: " << p.warmup << " warm-up runs, median of " << p.repeats << " timed batches\n";
     s << "estimated time on an H100-class node: " << std::lround(estimate_seconds(p)) << " s\n";
     return s.str();

@@ -13,10 +13,18 @@ struct PlanOptions {
     bool quick = false;  // reduced grid, ~1-2 minutes
     int gpus = 8;        // GPUs of the node (for the collective group sizes)
     bool fp8 = true;     // the device has compute capability >= 8.9
+    int nodes = 1;       // nodes of an mpirun across nodes (> 1: cross-node groups too)
 };
 
 struct GemmDims {
     std::int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+// A communicator across nodes: the first `gpus_per_node` GPUs of each of the first `nodes` nodes.
+struct NodeGroup {
+    int nodes = 2;
+    int gpus_per_node = 1;
+    int ranks() const { return nodes * gpus_per_node; }
 };
 
 struct Plan {
@@ -30,13 +38,28 @@ struct Plan {
     std::vector<std::string> memory_kernels;
     std::vector<double> memory_bytes;             // bytes moved per kernel call
     std::vector<std::string> collectives;         // profile names
-    std::vector<int> group_sizes;                 // ranks per communicator
+    std::vector<int> group_sizes;                 // ranks per communicator inside one node
+    std::vector<NodeGroup> node_groups;           // communicators across nodes (mpirun)
     std::vector<double> collective_bytes;         // S per call
+    // Besides NCCL's own choice ("auto"), each collective again with the algorithm forced
+    // (NCCL_ALGO at communicator creation), so the profile has a fit per algorithm.
+    std::vector<std::string> forced_algorithms;   // "ring", "tree"
     std::vector<double> copy_bytes;               // host <-> device, pinned
 };
 
+// Whether NCCL runs collective `kind` with forced `algorithm` ("auto" always; ring: every
+// collective but all-to-all and send/recv, which are point-to-point; tree: all-reduce only).
+bool algorithm_applies(const std::string& algorithm, const std::string& kind);
+// NCCL_ALGO's spelling of a forced algorithm ("ring" -> "Ring").
+std::string nccl_algo_name(const std::string& algorithm);
+
 // Group sizes measured on a node of `gpus`: 2, 4, 8, ... up to gpus, and gpus itself.
 std::vector<int> group_sizes_for(int gpus);
+
+// Groups across `nodes` nodes of `gpus` GPUs: for n = 2, 4, 8, ... up to nodes (and nodes itself),
+// one GPU per node (the shape of a data-parallel group when tensor x pipeline ranks fill a node)
+// and every GPU of the n nodes (a data-parallel group of a plan with t x p below the node size).
+std::vector<NodeGroup> node_groups_for(int nodes, int gpus);
 
 Plan make_plan(const PlanOptions& options);
 

@@ -52,6 +52,7 @@ void emit_collectives(YAML::Emitter& e, const FittedProfile& f) {
         e << YAML::Key << "kind" << YAML::Value << hw::collective_kind_name(c.sample.kind);
         e << YAML::Key << "algorithm" << YAML::Value << c.sample.algorithm;
         e << YAML::Key << "ranks" << YAML::Value << c.sample.ranks;
+        e << YAML::Key << "nodes" << YAML::Value << c.sample.nodes;
         e << YAML::Key << "alpha_us" << YAML::Value << us(c.sample.alpha);
         e << YAML::Key << "bus_gb_per_s" << YAML::Value << c.sample.bus_gb_per_s;
         e << YAML::Key << "points" << YAML::Value << c.fit.points;
@@ -104,6 +105,7 @@ void emit_raw(YAML::Emitter& e, const Measurements& r) {
     for (const auto& c : r.collectives) {
         begin_row(e);
         e << YAML::Key << "kind" << YAML::Value << c.kind << YAML::Key << "ranks" << YAML::Value << c.ranks;
+        e << YAML::Key << "nodes" << YAML::Value << c.nodes << YAML::Key << "algorithm" << YAML::Value << c.algorithm;
         e << YAML::Key << "bytes" << YAML::Value << c.bytes << YAML::Key << "time_us" << YAML::Value << us(c.seconds);
         e << YAML::EndMap;
     }

@@ -78,19 +78,20 @@ std::vector<hw::MemorySample> memory_samples(const std::vector<MemoryPoint>& poi
 }
 
 std::vector<CollectiveFit> collective_fits(const std::vector<CollectivePoint>& points) {
-    std::map<std::pair<std::string, int>, std::vector<TransferSample>> groups;
+    std::map<std::tuple<std::string, int, int, std::string>, std::vector<TransferSample>> groups;
     for (const auto& p : points) {
         const double factor = hw::bus_factor(collective_kind(p.kind), p.ranks);
-        groups[{p.kind, p.ranks}].push_back({factor * p.bytes, p.seconds});
+        groups[{p.kind, p.ranks, p.nodes, p.algorithm}].push_back({factor * p.bytes, p.seconds});
     }
     std::vector<CollectiveFit> out;
     for (const auto& [key, samples] : groups) {
         if (samples.size() < 2) continue;
         CollectiveFit f;
         f.fit = fit_alpha_beta(samples);
-        f.sample.kind = collective_kind(key.first);
-        f.sample.algorithm = "auto";  // NCCL's own choice per size; one line through all of them
-        f.sample.ranks = key.second;
+        f.sample.kind = collective_kind(std::get<0>(key));
+        f.sample.algorithm = std::get<3>(key);  // "auto": NCCL's own choice per size, one line through all
+        f.sample.ranks = std::get<1>(key);
+        f.sample.nodes = std::get<2>(key);
         f.sample.alpha = f.fit.alpha;
         f.sample.bus_gb_per_s = f.fit.beta.value / 1e9;
         out.push_back(f);

@@ -60,7 +60,7 @@ std::string memory_kind_of(const std::string& kernel);
 // kSameSize of each other are averaged (sizes and rates), because the simulator has a single
 // Activation kind for both and their element sizes make the byte counts differ slightly.
 std::vector<hw::MemorySample> memory_samples(const std::vector<MemoryPoint>& points, Time launch);
-// One alpha-beta fit per (kind, ranks), on bus bytes = bus_factor(kind, ranks) * S.
+// One alpha-beta fit per (kind, ranks, nodes), on bus bytes = bus_factor(kind, ranks) * S.
 std::vector<CollectiveFit> collective_fits(const std::vector<CollectivePoint>& points);
 std::vector<CopyFit> copy_fits(const std::vector<CopyPoint>& points);
 

@@ -7,8 +7,10 @@
 #include "hardware_models/errors.hpp"
 #include "strategies/cli/list_command.hpp"
 #include "strategies/cli/run_command.hpp"
+#include "strategies/cli/search_command.hpp"
 #include "strategies/cli/suggest.hpp"
 #include "strategies/cli/sweep_command.hpp"
+#include "strategies/cli/whatif_command.hpp"
 
 #include <iostream>
 #include <unistd.h>
@@ -26,7 +28,8 @@ constexpr const char* kUsage =
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--quiet]\n"
     "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid search|whatif ...   (not implemented yet)\n"
+    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
+    "       cuboid whatif STUDY.yaml [--threads N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
@@ -44,8 +47,9 @@ po::options_description visible_options() {
         ("trace", po::value<std::string>(), "write a Perfetto / chrome://tracing timeline to FILE")  //
         ("print-schedule", "run: print each pipeline stage's compute order (F B R Fc) before the report")  //
         ("csv", po::value<std::string>(), "sweep: write the rows as CSV to FILE, or '-' for stdout only")  //
-        ("threads", po::value<int>(), "sweep: points run at once (default: the hardware threads)")     //
-        ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit")        //
+        ("threads", po::value<int>(), "sweep, search, whatif: points run at once (default: the hardware threads)")  //
+        ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit; search: the N best plans (default 5)")  //
+        ("max-gpus", po::value<int>(), "search: use at most N GPUs of the cluster (whole nodes)")     //
         ("quiet,q", "no human-readable report (sweep: no table, no progress line)");
     return o;
 }
@@ -86,7 +90,7 @@ void reject_options(const Parsed& p, std::initializer_list<const char*> options)
 }
 
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"csv", "threads", "top"});
+    reject_options(p, {"csv", "threads", "top", "max-gpus"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
@@ -98,7 +102,7 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
 }
 
 int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule"});
+    reject_options(p, {"trace", "print-schedule", "max-gpus"});
     SweepRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
@@ -110,6 +114,31 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
     // Progress only where a person watches: the process's own standard error, on a terminal.
     r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
     return sweep_command(r, out, err);
+}
+
+int search(const Parsed& p, std::ostream& out, std::ostream& err) {
+    reject_options(p, {"trace", "print-schedule"});
+    SearchRequest r;
+    r.scenario_path = one_operand(p, "scenario file");
+    if (p.vm.count("set")) r.sets = p.vm["set"].as<std::vector<std::string>>();
+    if (p.vm.count("csv")) r.csv = p.vm["csv"].as<std::string>();
+    if (p.vm.count("json")) r.json = p.vm["json"].as<std::string>();
+    if (p.vm.count("threads")) r.threads = p.vm["threads"].as<int>();
+    if (p.vm.count("top")) r.top = p.vm["top"].as<int>();
+    if (p.vm.count("max-gpus")) r.max_gpus = p.vm["max-gpus"].as<int>();
+    r.quiet = p.vm.count("quiet") > 0;
+    return search_command(r, out, err);
+}
+
+int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
+    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus"});
+    WhatifRequest r;
+    r.study_path = one_operand(p, "study file");
+    if (p.vm.count("csv")) r.csv = p.vm["csv"].as<std::string>();
+    if (p.vm.count("json")) r.json = p.vm["json"].as<std::string>();
+    if (p.vm.count("threads")) r.threads = p.vm["threads"].as<int>();
+    r.quiet = p.vm.count("quiet") > 0;
+    return whatif_command(r, out, err);
 }
 
 int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
@@ -128,11 +157,8 @@ int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
         return kExitOk;
     }
     if (p.command == "sweep") return sweep(p, out, err);
-    if (p.command == "search" || p.command == "whatif") {
-        fmt::print(err, "cuboid {}: not implemented yet; only 'run', 'sweep' and 'list' are available in this version\n",
-                   p.command);
-        return kExitBadInput;
-    }
+    if (p.command == "search") return search(p, out, err);
+    if (p.command == "whatif") return whatif(p, out, err);
     const std::vector<std::string> commands{"run", "list", "sweep", "search", "whatif"};
     usage_error(unknown_name_message("command", p.command, commands));
 }

@@ -51,6 +51,48 @@ void set_profile(Scenario& s, V v, W w, C c) {
     s.cluster.profile = p.string();
 }
 
+void set_partition(Scenario& s, V v, W w, C) {
+    if (v == "auto") s.parallel.partition = PartitionMethod::Auto;
+    else if (v == "uniform") s.parallel.partition = PartitionMethod::Uniform;
+    else throw InputError(w, fmt::format("unknown partition '{}'; allowed: auto, uniform", v));
+}
+
+// "[6, 8, 8, 6]" (a YAML list) or "6,8,8,6" / "6 8 8 6" (--set); the totals are checked
+// against the model and plan by validate_plan.
+void set_stage_layers(Scenario& s, V v, W w, C) {
+    std::vector<int> layers;
+    std::string item;
+    const auto flush = [&] {
+        if (!item.empty()) layers.push_back(int_at_least(item, w, 1));
+        item.clear();
+    };
+    for (const char ch : v) {
+        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ') flush();
+        else item.push_back(ch);
+    }
+    flush();
+    if (layers.empty()) throw InputError(w, "expected a list of layer counts, one per model chunk");
+    s.parallel.stage_layers = std::move(layers);
+}
+
+// "[4, 2]" (a YAML list), "4x2", "4,2" or "4 2": the ATP mesh d1 x d2; its product is checked
+// against parallel.tensor by validate_plan.
+void set_atp_mesh(Scenario& s, V v, W w, C) {
+    std::vector<int> sizes;
+    std::string item;
+    const auto flush = [&] {
+        if (!item.empty()) sizes.push_back(int_at_least(item, w, 1));
+        item.clear();
+    };
+    for (const char ch : v) {
+        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ' || ch == 'x') flush();
+        else item.push_back(ch);
+    }
+    flush();
+    if (sizes.size() != 2) throw InputError(w, fmt::format("expected two mesh sizes [d1, d2], got '{}'", v));
+    s.parallel.atp_mesh = {sizes[0], sizes[1]};
+}
+
 constexpr auto kKeys = std::to_array<KeyDef>({
     {"name", "text", "", "the file name without .yaml", "any", "copied into the output",
      [](Scenario& s, V v, W, C) { s.name = std::string(v); }},
@@ -125,6 +167,18 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.overlap_chunks", "integer", "", "1", ">= 1",
      "> 1: split each micro-batch so tensor-parallel communication overlaps compute",
      [](Scenario& s, V v, W w, C) { s.parallel.overlap_chunks = int_at_least(v, w, 1); }},
+    {"parallel.atp_mesh", "list", "GPUs", "chosen", "[d1, d2], d1 * d2 = tensor",
+     "tensor_mode atp: the 2D device mesh, d1 along consecutive GPUs; absent: chosen from the cluster",
+     set_atp_mesh},
+    {"parallel.atp_order", "name", "", "auto", "auto | column-first | row-first",
+     "tensor_mode atp: which mesh axis splits the first linear's columns; auto: chosen from the cluster",
+     [](Scenario& s, V v, W w, C) { s.parallel.atp_order = parse_atp_order(std::string(v), w); }},
+    {"parallel.partition", "name", "", "auto", "auto | uniform",
+     "layers per pipeline stage: balanced for time and memory (auto), or Megatron's equal split (uniform)",
+     set_partition},
+    {"parallel.stage_layers", "list", "layers", "from parallel.partition", "one integer >= 1 per model chunk, sum = model.layers",
+     "layers of each model chunk (chunk j = local chunk * pipeline + stage), overriding parallel.partition",
+     set_stage_layers},
     {"parallel.zero_stage", "integer", "", "0", "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3)",
      [](Scenario& s, V v, W w, C) { s.parallel.zero_stage = int_between(v, w, 0, 3); }},
     {"parallel.dp_overlap", "boolean", "", "true", "true | false", "overlap gradient reduction with backward compute",

@@ -65,10 +65,23 @@ private:
     }
 
     void set_leaf(const KeyDef& def, const YAML::Node& value, const InputLocation& where) {
+        if (def.type == "list" && value.IsSequence()) return def.set(s_, joined(value, def, where), where, ctx_);
         if (!value.IsScalar())
             throw InputError(where, fmt::format("expected a single {} ({}), got {}", def.type, def.allowed,
                                                 kind_of(value)));
         def.set(s_, value.Scalar(), where, ctx_);
+    }
+
+    // A list key's items as one text "a,b,c" for its setter.
+    std::string joined(const YAML::Node& list, const KeyDef& def, const InputLocation& where) const {
+        std::string text;
+        for (const auto& item : list) {
+            if (!item.IsScalar())
+                throw InputError(at(where.key, item), fmt::format("expected a list of single values ({}), got {}",
+                                                                  def.allowed, kind_of(item)));
+            text += (text.empty() ? "" : ",") + item.Scalar();
+        }
+        return text;
     }
 
     void read_sweep(const YAML::Node& map, const InputLocation& where) {

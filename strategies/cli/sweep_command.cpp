@@ -1,6 +1,8 @@
 #include "strategies/cli/sweep_command.hpp"
 
 #include <chrono>
+#include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <thread>
 
@@ -12,6 +14,8 @@
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/sweep_interrupt.hpp"
+#include "strategies/cli/sweep_mpi.hpp"
 #include "strategies/cli/sweep_output.hpp"
 #include "strategies/cli/sweep_progress.hpp"
 #include "strategies/cli/sweep_table.hpp"
@@ -47,27 +51,70 @@ std::ofstream open_output(const std::optional<std::string>& path, const char* op
 
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-SweepResult run_sweep(const Scenario& base, const SweepRequest& request, std::ostream& err) {
-    const auto names = builtin_name_resolvers();
-    const hw::Catalog catalog = hw::Catalog::load_builtin();
-    HardwareCache cache(catalog);
+// Fault injection for the test of a failing rank: CUBOID_SWEEP_FAIL_RANK=R makes rank R throw
+// after its first point, as a rank that breaks part-way would.
+std::optional<int> injected_failure_rank() {
+    const char* v = std::getenv("CUBOID_SWEEP_FAIL_RANK");
+    if (!v || !*v) return std::nullopt;
+    return std::atoi(v);
+}
+
+// The sweep before any point ran: its points, all NotRun.
+SweepResult prepared(const Scenario& base, const SweepRequest& request) {
     SweepResult r;
     r.name = base.name;
     r.source_file = base.source_file;
     r.axes = base.sweep;
     r.points = sweep_points(r.axes);
+    r.outcomes.resize(r.points.size());
     r.threads = request.threads.value_or(default_threads());
+    return r;
+}
 
+// Runs this process's share of the points (every point without MPI) into a share for rank 0.
+SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequest& request, std::ostream& err,
+                     const SweepInterrupt& interrupt, int rank, int ranks, std::size_t& clusters) {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
     SweepProgress progress(err);
     SweepRunOptions options;
     options.threads = r.threads;
-    if (request.progress && !request.quiet)
+    options.stop = &interrupt.flag();
+    if (request.progress && !request.quiet && rank == 0)
         options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
-    const auto start = std::chrono::steady_clock::now();
-    r.outcomes = run_points(base, r.axes, r.points, names, cache, options);
-    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.clusters = cache.size();
-    return ranked(std::move(r));
+    SweepShare share;
+    share.indices = rank_share(r.points.size(), rank, ranks);
+    const bool inject = injected_failure_rank() == rank && ranks > 1;
+    if (inject && share.indices.size() > 1) share.indices.erase(share.indices.begin() + 1, share.indices.end());
+    options.only = share.indices;
+    std::vector<PointOutcome> outcomes = run_points(base, r.axes, r.points, names, cache, options);
+    for (const std::size_t i : share.indices) share.outcomes.push_back(std::move(outcomes[i]));
+    share.signal = interrupt.flag().load();
+    clusters = cache.size();
+    if (inject) share.failure = "failure injected by CUBOID_SWEEP_FAIL_RANK (a test of the failure path)";
+    return share;
+}
+
+// Rank 0's view of the shares: every outcome at its index, and why the sweep stopped early.
+void merge_shares(std::vector<SweepShare> shares, SweepResult& r, std::ostream& err) {
+    const int ranks = static_cast<int>(shares.size());
+    int signal = 0;
+    for (int k = 0; k < ranks; ++k) {
+        SweepShare& share = shares[static_cast<std::size_t>(k)];
+        if (!share.failure.empty()) {
+            const std::string why = ranks > 1 ? fmt::format("rank {} of {} failed: {}", k, ranks, share.failure)
+                                              : share.failure;
+            fmt::print(err, "cuboid: {}; the results gathered so far are written, marked partial\n", why);
+            r.stopped += (r.stopped.empty() ? "" : "; ") + why;
+        }
+        if (share.signal) signal = share.signal;
+        merge_share(std::move(share), r.outcomes);
+    }
+    if (signal) {
+        r.stopped += fmt::format("{}interrupted by {}", r.stopped.empty() ? "" : "; ", SweepInterrupt::name(signal));
+        r.interrupted_by = signal;
+    }
 }
 
 // The first reason of a status, for the message when no point ran.
@@ -79,6 +126,13 @@ std::string first_reason(const SweepResult& r, PointStatus s) {
 
 int exit_code(const SweepResult& r, std::ostream& err) {
     const std::string& file = r.source_file;
+    // A shell's convention for a process ended by a signal: 128 + its number.
+    if (r.interrupted_by) {
+        fmt::print(err, "cuboid: sweep {}: {} of {} points done, written marked partial\n", r.stopped, r.done(),
+                   r.outcomes.size());
+        return 128 + r.interrupted_by;
+    }
+    if (!r.stopped.empty()) return kExitFailure;
     if (const auto errors = r.count(PointStatus::Error)) {
         fmt::print(err, "cuboid: internal error (please report): {} of {} points failed; the first: {}\n", errors,
                    r.outcomes.size(), first_reason(r, PointStatus::Error));
@@ -94,24 +148,97 @@ int exit_code(const SweepResult& r, std::ostream& err) {
     return kExitBadInput;
 }
 
-}  // namespace
+// The outputs rank 0 (or the single process) writes.
+struct Outputs {
+    std::ofstream csv;
+    std::ofstream json;
+};
 
-int sweep_command(const SweepRequest& request, std::ostream& out, std::ostream& err) {
-    check_request(request);
-    const Scenario base = base_scenario(request, builtin_name_resolvers());
-    std::ofstream csv_file = open_output(request.csv, "--csv");
-    std::ofstream json_file = open_output(request.json, "--json");
+Outputs open_outputs(const SweepRequest& request) {
+    return {open_output(request.csv, "--csv"), open_output(request.json, "--json")};
+}
 
-    const SweepResult r = run_sweep(base, request, err);
-
+int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult& r, std::ostream& out,
+                  std::ostream& err) {
     const bool csv_stdout = request.csv && *request.csv == "-";
     const bool json_stdout = request.json && *request.json == "-";
-    if (csv_file.is_open()) write_sweep_csv(csv_file, r);
-    if (json_file.is_open()) json_file << sweep_json(r).dump(2) << "\n";
+    if (files.csv.is_open()) write_sweep_csv(files.csv, r);
+    if (files.json.is_open()) files.json << sweep_json(r).dump(2) << "\n";
     if (csv_stdout) write_sweep_csv(out, r);
     if (json_stdout) out << sweep_json(r).dump(2) << "\n";
     if (!csv_stdout && !json_stdout && !request.quiet) write_sweep_table(out, r, request.top);
     return exit_code(r, err);
+}
+
+int single_process(const SweepRequest& request, std::ostream& out, std::ostream& err) {
+    const Scenario base = base_scenario(request, builtin_name_resolvers());
+    Outputs files = open_outputs(request);
+    SweepResult r = prepared(base, request);
+    const SweepInterrupt interrupt;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<SweepShare> shares{run_share(base, r, request, err, interrupt, 0, 1, r.clusters)};
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    merge_shares(std::move(shares), r, err);
+    return write_outputs(request, files, ranked(std::move(r)), out, err);
+}
+
+// Every rank reaches the gather, whatever happened to it before: a rank that fails (bad input
+// on its node, an exception) sends its failure instead of leaving rank 0 waiting for it.
+int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& err) {
+    const MpiSession mpi;
+    const SweepInterrupt interrupt;
+    std::exception_ptr input_error;
+    std::optional<SweepResult> r;
+    Outputs files;
+    SweepShare mine;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        const Scenario base = base_scenario(request, builtin_name_resolvers());
+        if (mpi.rank() == 0) files = open_outputs(request);
+        r = prepared(base, request);
+        r->ranks = mpi.size();
+        mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters);
+    } catch (const InputError& e) {
+        input_error = std::current_exception();
+        mine = SweepShare{{}, {}, e.what(), 0};
+    } catch (const std::exception& e) {
+        mine = SweepShare{{}, {}, e.what(), 0};
+    }
+    std::vector<SweepShare> shares = mpi.gather(mine);
+    if (mpi.rank() != 0) {
+        mpi.barrier();
+        return mine.failure.empty() ? kExitOk : (input_error ? kExitBadInput : kExitFailure);
+    }
+    int code = kExitFailure;
+    try {
+        if (input_error) std::rethrow_exception(input_error);  // the same bad input on every rank, said once
+        if (!r) throw std::runtime_error(mine.failure);
+        r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        merge_shares(std::move(shares), *r, err);
+        code = write_outputs(request, files, ranked(std::move(*r)), out, err);
+    } catch (...) {
+        mpi.barrier();
+        throw;
+    }
+    mpi.barrier();
+    return code;
+}
+
+}  // namespace
+
+int sweep_command(const SweepRequest& request, std::ostream& out, std::ostream& err) {
+    check_request(request);
+    const int launched = launcher_world_size();
+    if (launched <= 1) return single_process(request, out, err);
+    if (!mpi_built()) {
+        // Every rank would print it; one is enough.
+        if (launcher_world_rank() == 0)
+            fmt::print(err, "cuboid: error: started as {} MPI processes (mpirun/srun), but this cuboid was built "
+                            "without MPI (configure found no MPI library, or CUBOID_MPI=OFF); install "
+                            "libopenmpi-dev and rebuild, or run cuboid sweep without mpirun\n", launched);
+        return kExitFailure;
+    }
+    return across_ranks(request, out, err);
 }
 
 }  // namespace cuboid::cli

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "strategies/cli/scenario_keys.hpp"
 #include "strategies/cli/sweep_ranking.hpp"
 #include "strategies/cli/value_parse.hpp"
@@ -46,6 +48,19 @@ std::size_t SweepResult::count(PointStatus s) const {
         std::count_if(outcomes.begin(), outcomes.end(), [&](const PointOutcome& o) { return o.status == s; }));
 }
 
+bool SweepResult::partial() const {
+    return !stopped.empty() || count(PointStatus::Error) > 0 || count(PointStatus::NotRun) > 0;
+}
+
+std::string SweepResult::partial_reason() const {
+    std::string why = stopped;
+    if (const auto errors = count(PointStatus::Error))
+        why += fmt::format("{}{} point{} failed with an internal error", why.empty() ? "" : "; ", errors,
+                           errors == 1 ? "" : "s");
+    if (why.empty() && partial()) why = "some points were not run";
+    return why;
+}
+
 SweepResult ranked(SweepResult r) {
     r.order = sweep_order(r.outcomes);
     r.pareto = sweep_pareto(r.outcomes);
@@ -81,8 +96,14 @@ nlohmann::ordered_json sweep_row_json(const SweepResult& r, std::size_t point) {
 
 nlohmann::ordered_json sweep_json(const SweepResult& r) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const std::size_t i : r.order) rows.push_back(sweep_row_json(r, i));
-    return rows;
+    for (const std::size_t i : r.order)
+        if (r.outcomes[i].status != PointStatus::NotRun) rows.push_back(sweep_row_json(r, i));
+    if (!r.partial()) return rows;
+    return {{"partial", true},
+            {"points_done", r.done()},
+            {"points_total", r.outcomes.size()},
+            {"reason", r.partial_reason()},
+            {"rows", std::move(rows)}};
 }
 
 std::vector<std::string> sweep_csv_columns() {
@@ -96,9 +117,12 @@ void write_sweep_csv(std::ostream& out, const SweepResult& r) {
     for (const auto& axis : r.axes) header.push_back(axis.first);
     const auto rest = sweep_csv_columns();
     header.insert(header.end(), rest.begin(), rest.end());
+    if (r.partial())
+        out << fmt::format("# partial: {} of {} points done ({})\n", r.done(), r.outcomes.size(), r.partial_reason());
     for (std::size_t c = 0; c < header.size(); ++c) out << (c ? "," : "") << csv_field(header[c]);
     out << "\n";
     for (const std::size_t i : r.order) {
+        if (r.outcomes[i].status == PointStatus::NotRun) continue;
         const nlohmann::ordered_json row = sweep_row_json(r, i);
         std::size_t c = 0;
         for (std::size_t a = 0; a < r.axes.size(); ++a) out << (c++ ? "," : "") << csv_field(r.points[i][a]);

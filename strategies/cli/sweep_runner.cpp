@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "strategies/cli/error_location.hpp"
@@ -39,6 +40,7 @@ std::string status_text(const PointOutcome& o) {
         case PointStatus::OutOfMemory: return "oom";
         case PointStatus::Invalid: return "invalid: " + o.reason;
         case PointStatus::Error: return "error: " + o.reason;
+        case PointStatus::NotRun: return "not run";
     }
     return "error: unknown status";
 }
@@ -66,17 +68,26 @@ PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepP
 std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
                                      const std::vector<SweepPoint>& points, const NameResolvers& names,
                                      HardwareCache& hardware, const SweepRunOptions& options) {
-    const std::size_t total = points.size();
-    std::vector<PointOutcome> outcomes(total);
+    std::vector<PointOutcome> outcomes(points.size());
+    std::vector<std::size_t> indices(points.size());
+    std::iota(indices.begin(), indices.end(), std::size_t{0});
+    if (options.only) indices = *options.only;
+    const std::size_t total = indices.size();
     std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> settled{0};  // run, or skipped after a stop
     std::atomic<std::size_t> done{0};
     std::mutex mutex;
     std::condition_variable finished;
+    const auto stopped = [&] { return options.stop && options.stop->load() != 0; };
 
     auto worker = [&] {
-        for (std::size_t i = next++; i < total; i = next++) {
-            outcomes[i] = run_point(base, axes, points[i], names, hardware);  // each index has one writer
-            if (++done == total) {
+        for (std::size_t k = next++; k < total; k = next++) {
+            const std::size_t i = indices[k];
+            if (!stopped()) {
+                outcomes[i] = run_point(base, axes, points[i], names, hardware);  // each index has one writer
+                ++done;
+            }
+            if (++settled == total) {
                 const std::lock_guard lock(mutex);
                 finished.notify_all();
             }
@@ -89,8 +100,8 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
 
     const auto interval = std::chrono::duration<double>(options.progress_interval_s);
     std::unique_lock lock(mutex);
-    while (!finished.wait_for(lock, interval, [&] { return done.load() == total; }))
-        if (options.progress) options.progress(done.load(), total);
+    while (!finished.wait_for(lock, interval, [&] { return settled.load() == total; }))
+        if (options.progress && !stopped()) options.progress(done.load(), total);
     lock.unlock();
     threads.clear();  // joins
     if (options.progress) options.progress(total, total);

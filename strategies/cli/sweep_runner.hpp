@@ -2,6 +2,7 @@
 // the outcomes do not depend on the thread count or on which thread ran what.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -17,17 +18,18 @@
 namespace cuboid::cli {
 
 // Ok and OutOfMemory points ran; Invalid is a plan the strategies reject (an InputError);
-// Error is anything else that went wrong in one point (a bug), recorded instead of ending the sweep.
-enum class PointStatus { Ok, OutOfMemory, Invalid, Error };
+// Error is anything else that went wrong in one point (a bug), recorded instead of ending the sweep;
+// NotRun is a point the sweep never reached (stopped by a signal, or its MPI rank failed).
+enum class PointStatus { Ok, OutOfMemory, Invalid, Error, NotRun };
 
 struct PointOutcome {
-    PointStatus status = PointStatus::Error;
+    PointStatus status = PointStatus::NotRun;
     std::string reason;                // Invalid and Error: what went wrong
     std::optional<RunResult> result;   // Ok and OutOfMemory
     nlohmann::ordered_json run_json;   // the `run` JSON of the point (Ok and OutOfMemory)
 };
 
-// "ok", "oom", "invalid: REASON", "error: MESSAGE".
+// "ok", "oom", "invalid: REASON", "error: MESSAGE", "not run".
 std::string status_text(const PointOutcome& o);
 
 // One point: its scenario, its cluster's hardware from the cache, the simulation. Never throws.
@@ -41,9 +43,15 @@ struct SweepRunOptions {
     int threads = 1;
     ProgressCallback progress;       // empty: none
     double progress_interval_s = 0.1;
+    // Non-null: once it holds a non-zero value (a signal number), workers take no new point and
+    // the points not started stay NotRun.
+    const std::atomic<int>* stop = nullptr;
+    // The indices to run, in this order (an MPI rank's share, possibly none); unset: every point.
+    std::optional<std::vector<std::size_t>> only;
 };
 
-// Runs the points on `threads` workers that take the next index from a shared counter.
+// Runs the points on `threads` workers that take the next index from a shared counter. The
+// outcomes of points not run (not in `only`, or after a stop) are NotRun.
 std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
                                      const std::vector<SweepPoint>& points, const NameResolvers& names,
                                      HardwareCache& hardware, const SweepRunOptions& options);

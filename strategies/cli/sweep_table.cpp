@@ -48,6 +48,7 @@ std::string sweep_summary(const SweepResult& r) {
     std::string s = fmt::format("{} points: {} ok, {} oom, {} invalid", r.outcomes.size(), r.count(PointStatus::Ok),
                                 r.count(PointStatus::OutOfMemory), r.count(PointStatus::Invalid));
     if (const auto errors = r.count(PointStatus::Error)) s += fmt::format(", {} error", errors);
+    if (const auto skipped = r.count(PointStatus::NotRun)) s += fmt::format(", {} not run", skipped);
     return s;
 }
 
@@ -56,9 +57,10 @@ void write_sweep_table(std::ostream& out, const SweepResult& r, std::optional<in
     for (const auto& axis : r.axes) axis_names.push_back(axis.first);
     fmt::print(out, "sweep     {} ({})\n", r.name, r.source_file);
     fmt::print(out, "axes      {}\n", fmt::join(axis_names, " x "));
-    fmt::print(out, "ran       {} points on {} threads, {} cluster model{}, {:.2f} s wall ({:.1f} points/s)\n\n",
-               r.outcomes.size(), r.threads, r.clusters, r.clusters == 1 ? "" : "s", r.wall_s,
-               r.wall_s > 0 ? r.outcomes.size() / r.wall_s : 0.0);
+    const std::string workers =
+        r.ranks > 1 ? fmt::format("{} ranks x {} threads", r.ranks, r.threads) : fmt::format("{} threads", r.threads);
+    fmt::print(out, "ran       {} points on {}, {} cluster model{}, {:.2f} s wall ({:.1f} points/s)\n\n", r.done(),
+               workers, r.clusters, r.clusters == 1 ? "" : "s", r.wall_s, r.wall_s > 0 ? r.done() / r.wall_s : 0.0);
 
     const auto titles = column_titles(r.axes);
     const auto widths = key_widths(r, titles);
@@ -69,12 +71,14 @@ void write_sweep_table(std::ostream& out, const SweepResult& r, std::optional<in
 
     std::size_t shown_ok = 0;
     for (const std::size_t i : r.order) {
+        if (r.outcomes[i].status == PointStatus::NotRun) continue;
         const bool ok = r.outcomes[i].status == PointStatus::Ok;
         if (top && (!ok || shown_ok >= static_cast<std::size_t>(*top))) continue;
         write_row(out, r, i, ok ? std::to_string(++shown_ok) : "-", widths);
     }
     fmt::print(out, "\n{}", sweep_summary(r));
     if (top) fmt::print(out, " (showing the {} fastest ok)", shown_ok);
+    if (r.partial()) fmt::print(out, "\npartial: {} of {} points done ({})", r.done(), r.outcomes.size(), r.partial_reason());
     fmt::print(out, "\npareto *: no other ok point is as fast with as little peak memory (and better in one)\n");
 }
 

@@ -69,7 +69,11 @@ TEST_CASE("profile round trip: the loader reads back what the writer wrote", "[c
     REQUIRE(p.gemm.size() == 8);
     for (const auto& g : p.gemm) CHECK(g.tflops == Approx(rate_tflops(g.m, g.n, g.k)).epsilon(1e-5));
     REQUIRE(p.collectives.size() == 1);
-    CHECK(p.collective(sim::OpKind::AllGather, 4, "ring") != nullptr);  // "auto" applies to any
+    CHECK(p.collective(sim::OpKind::AllGather, 4, 1, "ring") != nullptr);  // "auto" applies to any
+    // Measured inside one node: it must not price a group of 4 spread over 2 nodes (its links
+    // are the NICs, not NVLink), which keeps the topology model.
+    CHECK(p.collectives[0].nodes == 1);
+    CHECK(p.collective(sim::OpKind::AllGather, 4, 2, "ring") == nullptr);
     CHECK(p.collectives[0].bus_gb_per_s == Approx(300.0).epsilon(1e-5));
     CHECK(to_seconds(p.collectives[0].alpha) == Approx(15e-6).epsilon(1e-5));
 }
@@ -86,6 +90,13 @@ TEST_CASE("profile round trip: the compute model prices measured kernels at thei
         CHECK(model.gemm_rate(op).value == Approx(rate_tflops(m, 8192, 2048) * 1e12).epsilon(1e-5));
         CHECK(to_seconds(model.duration(op)) == Approx(t).epsilon(1e-5));
     }
+    // Batched (attention) GEMM of the measured shape: its own measured time, not the plain grid's
+    // rate for m x batch rows.
+    sim::Op batched = gemm_op(2048, 2048, 128);
+    batched.kind = sim::OpKind::BatchedGemm;
+    batched.shape.batch = 64;
+    batched.flops = Flops(2.0 * 2048 * 2048 * 128 * 64);
+    CHECK(to_seconds(model.duration(batched)) == Approx(1e-3).epsilon(1e-5));
     // Memory-bound: the measured size is priced at launch + bytes / measured bandwidth.
     sim::Op ln;
     ln.kind = sim::OpKind::LayerNorm;

@@ -57,20 +57,11 @@ TEST_CASE("every list topic prints something; an unknown one is bad input", "[cl
         CHECK_FALSE(o.out.empty());
     }
     CHECK(contains(run_cli({"list", "gpus"}).out, "a100-sxm-80gb"));
-    // Choices the simulator does not implement yet say so (2D/3D/ATP tensor parallelism).
-    CHECK(contains(run_cli({"list", "tensor-modes"}).out, "not yet supported"));
+    // Every tensor mode of the contract is listed.
+    for (const char* mode : {"1d", "2d", "3d", "atp"}) CHECK(contains(run_cli({"list", "tensor-modes"}).out, mode));
     const auto bad = run_cli({"list", "gpu"});
     CHECK(bad.code == 2);
     CHECK(contains(bad.err, "did you mean 'gpus'?"));
-}
-
-TEST_CASE("later commands say they are not implemented, with exit 2", "[cli][main]") {
-    for (const char* command : {"search", "whatif"}) {
-        const auto o = run_cli({command, kDefault});
-        CHECK(o.code == 2);
-        CHECK(contains(o.err, "not implemented yet"));
-        CHECK(o.out.empty());
-    }
 }
 
 TEST_CASE("usage errors exit 2 with a message", "[cli][main]") {

@@ -86,8 +86,9 @@ TEST_CASE("each invalid plan is rejected at its key") {
               s.parallel.recompute = Recompute::Full;
               s.training.global_batch = 6;  // 3 micro-batches: Merak's SCP needs m >= 4
           }) == "parallel.schedule");
-    CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor_mode");
-    CHECK(rejected_key([](S s) { s.parallel.overlap_chunks = 2; }) == "parallel.overlap_chunks");
+    CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor");  // t = 2 is not q^3
+    // 3 sub-batches divide neither the micro-batch (1 sequence) nor seq_len 32.
+    CHECK(rejected_key([](S s) { s.parallel.overlap_chunks = 3; }) == "parallel.overlap_chunks");
     CHECK(rejected_key([](S s) { s.parallel.zero_stage = 3; }) == "parallel.zero_stage");
     CHECK(rejected_key([](S s) { s.parallel.zero_stage = 4; }) == "parallel.zero_stage");
     CHECK(rejected_key([](S s) {

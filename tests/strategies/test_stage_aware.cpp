@@ -14,6 +14,7 @@ Scenario stage_aware(Schedule sched, int p = 4, int m = 8, int layers = 16) {
     Scenario sc = test::tiny_scenario(1, p, 1, m, layers);
     sc.parallel.schedule = sched;
     sc.parallel.recompute = Recompute::StageAware;
+    sc.parallel.partition = PartitionMethod::Uniform;  // the tests count layers per stage as layers / p
     return sc;
 }
 

@@ -1,0 +1,142 @@
+// cuboid-bench-sweep: points per second of `cuboid sweep` on a sweep of 1,024-GPU plans, with 1
+// and 2 threads (medians of --repeat runs, each with a fresh hardware cache as a sweep starts
+// with), then where one point's time goes, phase by phase, on one thread.
+//
+//   cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N]
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/json_result.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/sweep_runner.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/run.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace cuboid;
+
+struct Options {
+    std::string scenario = "bench/scenarios/sweep-gpt3-175b-1024.yaml";
+    int repeat = 3;
+    std::vector<int> threads{1, 2};
+    std::size_t profile_points = 4;
+};
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--repeat" && has_value) o.repeat = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--profile-points" && has_value) o.profile_points = static_cast<std::size_t>(std::atoi(argv[++i]));
+        else if (a == "--threads" && has_value) {
+            o.threads.clear();
+            for (const char* p = argv[++i]; *p;) {
+                o.threads.push_back(std::max(1, std::atoi(p)));
+                while (*p && *p != ',') ++p;
+                if (*p == ',') ++p;
+            }
+        } else o.scenario = a;
+    }
+    return o;
+}
+
+// The whole sweep, as `cuboid sweep` runs it (hardware built once per cluster, every point).
+double sweep_seconds(const Scenario& base, const std::vector<cli::SweepPoint>& points, int threads,
+                     std::size_t& ok) {
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    cli::HardwareCache cache(catalog);
+    cli::SweepRunOptions options;
+    options.threads = threads;
+    const auto t = Clock::now();
+    const auto outcomes = cli::run_points(base, base.sweep, points, cli::builtin_name_resolvers(), cache, options);
+    const double s = since(t);
+    ok = static_cast<std::size_t>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) {
+        return o.status == cli::PointStatus::Ok || o.status == cli::PointStatus::OutOfMemory;
+    }));
+    return s;
+}
+
+// One point's phases, in strategies/run.cpp's order; "rest" is run_scenario and result_json
+// (the memory walk, the figures, the JSON) less the phases timed apart.
+void profile_point(const Scenario& s, const hw::Hardware& hardware, std::vector<std::vector<double>>& phases) {
+    auto t = Clock::now();
+    const Layout layout = validate_plan(s);
+    const auto checkpointed = checkpointed_layers(s, layout, BuildOptions{hardware.gpu().memory_capacity});
+    const sim::Program program = build_program_checkpointing(s, layout, checkpointed);
+    const double build = since(t);
+    t = Clock::now();
+    const sim::ProgramCosts costs = hardware.price(program);
+    const double price = since(t);
+    t = Clock::now();
+    const auto planner = hardware.make_planner(program);
+    const double plan = since(t);
+    t = Clock::now();
+    const sim::SimResult result = sim::simulate(program, costs, hardware.links(), *planner);
+    const double simulate = since(t);
+    RunOptions options;
+    options.hardware = std::shared_ptr<const hw::Hardware>(&hardware, [](const hw::Hardware*) {});
+    t = Clock::now();
+    const RunResult r = run_scenario(s, options);
+    (void)cli::result_json(s, r);
+    const double whole = since(t);
+    const double rest = std::max(0.0, whole - (build + price + plan + simulate));
+    const double values[] = {build, price, plan, simulate, rest, whole};
+    for (std::size_t k = 0; k < phases.size(); ++k) phases[k].push_back(values[k]);
+    (void)result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    const auto names = cli::builtin_name_resolvers();
+    const Scenario base = cli::load_scenario_file(o.scenario, names);
+    const auto points = cli::sweep_points(base.sweep);
+    fmt::print("# cuboid-bench-sweep: {} ({} points); medians of {} runs; wall seconds\n", o.scenario, points.size(),
+               o.repeat);
+    fmt::print("{:>8} {:>10} {:>12} {:>14} {:>16}\n", "threads", "points", "sweep_s", "points/s", "points/min");
+    for (const int threads : o.threads) {
+        std::vector<double> runs;
+        std::size_t ok = 0;
+        for (int k = 0; k < o.repeat; ++k) runs.push_back(sweep_seconds(base, points, threads, ok));
+        const double s = median(runs);
+        fmt::print("{:>8} {:>10} {:>12.2f} {:>14.3f} {:>16.1f}   (runs: {:.2f})\n", threads, points.size(), s,
+                   points.size() / s, 60.0 * points.size() / s, fmt::join(runs, ", "));
+    }
+    if (o.profile_points == 0) return 0;
+    // Phases of the first points on one thread (hardware built once before, as the cache does).
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    auto t = Clock::now();
+    const auto hardware = hw::Hardware::build(base.cluster, catalog);
+    const double hardware_s = since(t);
+    std::vector<std::vector<double>> phases(6);
+    for (std::size_t i = 0; i < std::min(o.profile_points, points.size()); ++i) {
+        const Scenario s = cli::point_scenario(base, base.sweep, points[i], names);
+        profile_point(s, *hardware, phases);
+    }
+    fmt::print("\n# one point's phases (median over the first {} points, one thread); hardware model once per "
+               "cluster: {:.3f} s\n", phases[0].size(), hardware_s);
+    const char* labels[] = {"build program", "price ops", "transfer planner", "simulate", "rest (memory, figures, json)",
+                            "run_scenario total"};
+    for (std::size_t k = 0; k < phases.size(); ++k) fmt::print("{:>30} {:>10.4f} s\n", labels[k], median(phases[k]));
+    return 0;
+}

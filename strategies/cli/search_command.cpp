@@ -1,0 +1,84 @@
+#include "strategies/cli/search_command.hpp"
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/overrides.hpp"
+#include "strategies/cli/run_command.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/search_config.hpp"
+#include "strategies/cli/search_output.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+constexpr int kDefaultTop = 5;
+
+void check_search_request(const SearchRequest& r) {
+    const std::pair<const char*, std::optional<int>> positive[] = {
+        {"--threads", r.threads}, {"--top", r.top}, {"--max-gpus", r.max_gpus}};
+    for (const auto& [option, v] : positive)
+        if (v && *v < 1) throw InputError({"", 0, option}, fmt::format("expected an integer >= 1, got {}", *v));
+    if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
+        throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
+}
+
+int search_exit_code(const SearchResult& r, std::ostream& err) {
+    if (!r.first_error.empty() || r.plans.count(PointStatus::Error) > 0) {
+        fmt::print(err, "cuboid: internal error (please report): {}\n",
+                   r.first_error.empty() ? "a simulated plan failed" : r.first_error);
+        return kExitFailure;
+    }
+    if (best_plan(r)) return kExitOk;
+    if (r.counts.pruned_memory > 0) {
+        fmt::print(err, "cuboid: {}: no plan of the search space fits in GPU memory ({})\n", r.plans.source_file,
+                   search_summary(r));
+        return kExitOutOfMemory;
+    }
+    fmt::print(err, "cuboid: error: {}: no plan of the search space is valid ({}); the first: {}\n",
+               r.plans.source_file, search_summary(r), r.first_invalid);
+    return kExitBadInput;
+}
+
+}  // namespace
+
+int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err) {
+    check_search_request(request);
+    const auto names = builtin_name_resolvers();
+    SearchScenario loaded = load_search_scenario(request.scenario_path, names);
+    if (!loaded.scenario.sweep.empty())
+        throw InputError(locate(loaded.scenario, "sweep"),
+                         "a search scenario has no sweep: section; restrict the plan space with search: "
+                         "(docs/search.md), or use cuboid sweep");
+    apply_overrides(loaded.scenario, request.sets, names);
+    check_complete(loaded.scenario);
+    SearchSpace space = search_space_of(loaded);
+    if (request.max_gpus) space.max_gpus = request.max_gpus;
+    const Scenario base = limited_to_max_gpus(loaded.scenario, space);
+    std::ofstream csv_file = open_output_file(request.csv, "--csv");
+    std::ofstream json_file = open_output_file(request.json, "--json");
+
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    SearchOptions options;
+    options.threads = request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    options.keep = request.top.value_or(kDefaultTop);
+    const SearchResult r = run_search(base, space, names, cache, options);
+
+    const int top = options.keep;
+    if (csv_file.is_open()) write_sweep_csv(csv_file, r.plans);
+    if (json_file.is_open()) json_file << search_json(r, top).dump(2) << "\n";
+    const bool csv_stdout = request.csv && *request.csv == "-";
+    const bool json_stdout = request.json && *request.json == "-";
+    if (csv_stdout) write_sweep_csv(out, r.plans);
+    if (json_stdout) out << search_json(r, top).dump(2) << "\n";
+    if (!csv_stdout && !json_stdout && !request.quiet) write_search_table(out, r, top);
+    return search_exit_code(r, err);
+}
+
+}  // namespace cuboid::cli

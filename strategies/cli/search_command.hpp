@@ -1,0 +1,27 @@
+// `cuboid search`: the best plans for the scenario's model on its cluster, over the space of its
+// `search:` section (or the default space), pruned by memory and by a lower bound on time.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cuboid::cli {
+
+struct SearchRequest {
+    std::string scenario_path;
+    std::vector<std::string> sets;     // KEY=VALUE applied to the scenario first
+    std::optional<int> threads;        // default: the hardware threads of the machine
+    std::optional<int> top;            // plans reported (and kept exact by the bound), default 5
+    std::optional<int> max_gpus;       // overrides search.max_gpus
+    std::optional<std::string> csv;    // the simulated plans (sweep CSV), file or "-"
+    std::optional<std::string> json;   // file or "-"
+    bool quiet = false;
+};
+
+// 0 with a plan that fits; 3 when valid plans exist but none fits; 2 when no plan is valid (or
+// bad input, thrown as InputError before the search); 1 after an internal error.
+int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err);
+
+}  // namespace cuboid::cli

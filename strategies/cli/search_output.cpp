@@ -1,0 +1,108 @@
+#include "strategies/cli/search_output.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace cuboid::cli {
+namespace {
+
+// The top `top` plans that ran and fit, fastest first.
+std::vector<std::size_t> top_plans(const SearchResult& r, int top) {
+    std::vector<std::size_t> rows;
+    for (const std::size_t i : r.plans.order)
+        if (r.plans.outcomes[i].status == PointStatus::Ok && rows.size() < static_cast<std::size_t>(top))
+            rows.push_back(i);
+    return rows;
+}
+
+const std::string& value(const SweepResult& p, std::size_t point, std::size_t axis) { return p.points[point][axis]; }
+
+// Where the critical rank's time goes: the parts add up to the iteration time.
+void write_breakdown(std::ostream& out, const RunResult& x) {
+    const Breakdown& b = x.breakdown;
+    fmt::print(out, "        compute {:.3f}  recompute {:.3f}  tp {:.3f}  pp {:.3f}  dp {:.3f}  bubble {:.3f} s\n",
+               b.compute_s, b.recompute_s, b.tp_comm_exposed_s, b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.bubble_s);
+}
+
+}  // namespace
+
+std::ofstream open_output_file(const std::optional<std::string>& path, const char* option) {
+    std::ofstream f;
+    if (!path || *path == "-") return f;
+    f.open(*path);
+    if (!f) throw InputError({*path, 0, option}, "cannot write this file");
+    return f;
+}
+
+std::string search_summary(const SearchResult& r) {
+    const SearchCounts& c = r.counts;
+    return fmt::format("{} candidates: {} invalid, {} pruned by memory, {} pruned by bound, {} simulated",
+                       c.candidates, c.invalid, c.pruned_memory, c.pruned_bound, c.simulated);
+}
+
+std::string plan_text(const SweepResult& p, std::size_t i) {
+    // Axis order of search_axes(): tensor, pipeline, data, micro_batch, schedule, virtual_stages,
+    // recompute, tensor_mode, overlap_chunks, sequence_parallel, zero_stage.
+    std::string schedule = value(p, i, 4);
+    if (schedule == "interleaved") schedule += fmt::format("(v{})", value(p, i, 5));
+    std::string s = fmt::format("t{} p{} d{} mb{} {} {} {}", value(p, i, 0), value(p, i, 1), value(p, i, 2),
+                                value(p, i, 3), schedule, value(p, i, 6), value(p, i, 7));
+    if (value(p, i, 8) != "1") s += " overlap" + value(p, i, 8);
+    if (value(p, i, 9) == "true") s += " sp";
+    return s + " zero" + value(p, i, 10);
+}
+
+std::optional<std::size_t> best_plan(const SearchResult& r) {
+    const auto rows = top_plans(r, 1);
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
+}
+
+void write_search_table(std::ostream& out, const SearchResult& r, int top) {
+    const SweepResult& p = r.plans;
+    fmt::print(out, "search    {} ({})\n", p.name, p.source_file);
+    fmt::print(out, "space     {}\n", search_summary(r));
+    fmt::print(out, "time      {:.2f} s on {} threads ({:.2f} s checking memory and bounds, {:.2f} s simulating)\n\n",
+               r.wall_s, p.threads, r.check_wall_s, r.wall_s - r.check_wall_s);
+    const auto rows = top_plans(r, top);
+    if (rows.empty()) {
+        fmt::print(out, "no plan of the space is valid and fits in GPU memory\n");
+        return;
+    }
+    fmt::print(out, "{:>4}  {:<58} {:>11} {:>9} {:>6} {:>8}\n", "rank", "plan", "iteration_s", "bound_s", "MFU %",
+               "peak GB");
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        const std::size_t i = rows[k];
+        const RunResult& x = *p.outcomes[i].result;
+        fmt::print(out, "{:>4}  {:<58} {:>11.4f} {:>9.4f} {:>6.1f} {:>8.1f}\n", k + 1, plan_text(p, i),
+                   x.iteration_time_s, r.bound_s[i], 100.0 * x.mfu, x.peak_memory_bytes / 1e9);
+        write_breakdown(out, x);
+    }
+    fmt::print(out, "\nbound_s: compute of the busiest stage at the priced kernel times plus the pipeline fill; "
+                    "plans whose bound reached the top times were not simulated\n");
+}
+
+nlohmann::ordered_json search_json(const SearchResult& r, int top) {
+    const SearchCounts& c = r.counts;
+    nlohmann::ordered_json j;
+    j["search"] = {{"name", r.plans.name},
+                   {"source_file", r.plans.source_file},
+                   {"candidates", c.candidates},
+                   {"invalid", c.invalid},
+                   {"pruned_memory", c.pruned_memory},
+                   {"pruned_bound", c.pruned_bound},
+                   {"simulated", c.simulated},
+                   {"threads", r.plans.threads},
+                   {"check_wall_s", r.check_wall_s},
+                   {"wall_s", r.wall_s}};
+    j["plans"] = nlohmann::ordered_json::array();
+    for (const std::size_t i : top_plans(r, top)) {
+        auto row = sweep_row_json(r.plans, i);
+        row["bound_s"] = r.bound_s[i];
+        row["plan_text"] = plan_text(r.plans, i);
+        j["plans"].push_back(std::move(row));
+    }
+    return j;
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,34 @@
+// What `cuboid search` reports: the counts of the search (candidates, pruned by memory and by
+// bound, simulated), its time, and the top plans with their breakdown, as a table and as JSON
+// (docs/search.md); the CSV is the sweep's, over the simulated plans.
+#pragma once
+
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/cli/search_run.hpp"
+
+namespace cuboid::cli {
+
+// "1200 candidates: 400 invalid, 500 pruned by memory, 290 pruned by bound, 10 simulated".
+std::string search_summary(const SearchResult& r);
+
+// The plan of a simulated point in words: "t8 p4 d16 mb1 interleaved(v2) selective 1d sp zero1".
+std::string plan_text(const SweepResult& plans, std::size_t point);
+
+void write_search_table(std::ostream& out, const SearchResult& r, int top);
+
+// {"search": {counts, times}, "plans": [the top plans' sweep rows with "bound_s"]}.
+nlohmann::ordered_json search_json(const SearchResult& r, int top);
+
+// An output file of --csv / --json: closed for no option or "-" (standard output), else opened,
+// with an InputError at the option when it cannot be written.
+std::ofstream open_output_file(const std::optional<std::string>& path, const char* option);
+
+// The point index of the fastest plan that fits, if any.
+std::optional<std::size_t> best_plan(const SearchResult& r);
+
+}  // namespace cuboid::cli

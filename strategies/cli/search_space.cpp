@@ -1,0 +1,134 @@
+#include "strategies/cli/search_space.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "strategies/names.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+std::vector<int> powers_of_two_up_to(int limit) {
+    std::vector<int> v;
+    for (int x = 1; x <= limit; x *= 2) v.push_back(x);
+    return v;
+}
+
+std::vector<std::string> all_names(const std::vector<NamedValue>& named) {
+    std::vector<std::string> v;
+    for (const auto& n : named) v.push_back(n.name);
+    return v;
+}
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+// The plan dimensions of one candidate, before they become a point's text values.
+struct Choice {
+    int tensor, pipeline, data, micro_batch;
+    std::string schedule;
+    int virtual_stages;
+    std::string recompute, tensor_mode;
+    int overlap_chunks;
+    bool sequence_parallel;
+    int zero_stage;
+
+    SweepPoint point() const {
+        return {std::to_string(tensor),         std::to_string(pipeline),   std::to_string(data),
+                std::to_string(micro_batch),    schedule,                   std::to_string(virtual_stages),
+                recompute,                      tensor_mode,                std::to_string(overlap_chunks),
+                bool_text(sequence_parallel),   std::to_string(zero_stage)};
+    }
+};
+
+// The tensor-parallel settings of one tensor degree: only the defaults when tensor is 1.
+void add_tensor_settings(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out) {
+    const bool tp = c.tensor > 1;
+    for (const auto& mode : tp ? sp.tensor_mode : std::vector<std::string>{"1d"})
+        for (const int chunks : tp ? sp.overlap_chunks : std::vector<int>{1})
+            for (const bool seq : tp ? sp.sequence_parallel : std::vector<bool>{false})
+                for (const int zero : sp.zero_stage) {
+                    c.tensor_mode = mode;
+                    c.overlap_chunks = chunks;
+                    c.sequence_parallel = seq;
+                    c.zero_stage = zero;
+                    out.push_back(c.point());
+                }
+}
+
+void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out) {
+    for (const auto& schedule : sp.schedule) {
+        const bool interleaved = schedule == "interleaved";
+        // Interleaving needs more than one stage; one chunk per stage is plain 1F1B.
+        if (interleaved && c.pipeline == 1) continue;
+        for (const int v : interleaved ? sp.virtual_stages : std::vector<int>{1})
+            for (const auto& recompute : sp.recompute) {
+                c.schedule = schedule;
+                c.virtual_stages = v;
+                c.recompute = recompute;
+                add_tensor_settings(sp, c, out);
+            }
+    }
+}
+
+}  // namespace
+
+SearchSpace default_search_space(const Scenario& base) {
+    SearchSpace sp;
+    sp.tensor = powers_of_two_up_to(std::min(base.cluster.gpus_per_node, base.cluster.gpus()));
+    sp.pipeline = powers_of_two_up_to(std::max(1, base.model.layers));
+    sp.micro_batch = {1, 2, 4, 8};
+    sp.schedule = all_names(schedule_names());
+    sp.virtual_stages = {2, 4};
+    sp.recompute = all_names(recompute_names());
+    sp.tensor_mode = all_names(tensor_mode_names());
+    sp.overlap_chunks = {1, 2};
+    sp.sequence_parallel = {false, true};
+    sp.zero_stage = {0, 1, 2, 3};
+    return sp;
+}
+
+SweepAxes search_axes() {
+    const char* keys[] = {"parallel.tensor",          "parallel.pipeline",    "parallel.data",
+                          "training.micro_batch",     "parallel.schedule",    "parallel.virtual_stages",
+                          "parallel.recompute",       "parallel.tensor_mode", "parallel.overlap_chunks",
+                          "parallel.sequence_parallel", "parallel.zero_stage"};
+    SweepAxes axes;
+    for (const char* k : keys) axes.emplace_back(k, std::vector<std::string>{});
+    return axes;
+}
+
+SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) {
+    SearchCandidates c{search_axes(), {}};
+    const int gpus = base.cluster.gpus();
+    const int batch = base.training.global_batch;
+    for (const int t : sp.tensor)
+        for (const int p : sp.pipeline) {
+            if (t < 1 || p < 1 || gpus % (t * p) != 0) continue;
+            const int d = gpus / (t * p);
+            for (const int mb : sp.micro_batch) {
+                if (mb < 1 || batch % (mb * d) != 0) continue;
+                add_schedules(sp, Choice{t, p, d, mb, "", 1, "", "", 1, false, 0}, c.points);
+            }
+        }
+    // The value lists of the axes (the table sizes its columns from them), in first-seen order.
+    for (std::size_t a = 0; a < c.axes.size(); ++a) {
+        std::set<std::string> seen;
+        for (const auto& point : c.points)
+            if (seen.insert(point[a]).second) c.axes[a].second.push_back(point[a]);
+    }
+    return c;
+}
+
+Scenario limited_to_max_gpus(Scenario base, const SearchSpace& space) {
+    if (!space.max_gpus || *space.max_gpus >= base.cluster.gpus()) return base;
+    // Whole nodes where the limit holds at least one; else part of one node.
+    if (*space.max_gpus >= base.cluster.gpus_per_node) {
+        base.cluster.nodes = *space.max_gpus / base.cluster.gpus_per_node;
+    } else {
+        base.cluster.nodes = 1;
+        base.cluster.gpus_per_node = std::max(1, *space.max_gpus);
+    }
+    return base;
+}
+
+}  // namespace cuboid::cli

@@ -1,0 +1,51 @@
+// The plan space of `cuboid search`: the values each plan dimension may take (the scenario's
+// `search:` section, or defaults from the model and cluster), and its candidates as sweep points
+// over fixed axes, so that a search runs, ranks and writes its plans with the sweep's machinery.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strategies/cli/sweep_points.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid::cli {
+
+struct SearchSpace {
+    std::vector<int> tensor;
+    std::vector<int> pipeline;
+    std::vector<int> micro_batch;
+    std::vector<std::string> schedule;      // names of `cuboid list schedules`
+    std::vector<int> virtual_stages;        // interleaved only (the others run 1 chunk per stage)
+    std::vector<std::string> recompute;
+    std::vector<std::string> tensor_mode;
+    std::vector<int> overlap_chunks;
+    std::vector<bool> sequence_parallel;
+    std::vector<int> zero_stage;
+    std::optional<int> max_gpus;            // search on at most this many GPUs of the cluster
+};
+
+// Every dimension at its default: powers of two for tensor (up to a node) and pipeline (up to the
+// layers), micro-batch 1-8, every schedule (interleaved with 2 and 4 chunks), every recompute
+// policy and tensor mode, overlap 1 and 2 chunks, sequence parallelism off and on, ZeRO 0-3.
+// Values that the plan validation rejects for a model or cluster are skipped when searched.
+SearchSpace default_search_space(const Scenario& base);
+
+// The fixed axes of a search: the plan keys it sets, in this order.
+SweepAxes search_axes();
+
+// The candidates: every combination whose degrees multiply to the cluster's GPUs and whose
+// micro-batch divides the batch of one data-parallel replica. Settings that only mean something
+// with tensor parallelism (sequence parallelism, tensor modes, overlap chunks) are varied only
+// when tensor > 1. Points follow search_axes(); the axes' value lists are filled from them.
+struct SearchCandidates {
+    SweepAxes axes;
+    std::vector<SweepPoint> points;
+};
+SearchCandidates search_candidates(const SearchSpace& space, const Scenario& base);
+
+// The scenario with its cluster cut to max_gpus (whole nodes), when the space sets it.
+Scenario limited_to_max_gpus(Scenario base, const SearchSpace& space);
+
+}  // namespace cuboid::cli

@@ -1,0 +1,125 @@
+#include "strategies/cli/sweep_outcome_codec.hpp"
+
+#include <stdexcept>
+
+namespace cuboid::cli {
+namespace {
+
+using nlohmann::json;
+
+json breakdown_to_json(const Breakdown& b) {
+    return json::array({b.compute_s, b.recompute_s, b.tp_comm_exposed_s, b.pp_comm_exposed_s, b.dp_comm_exposed_s,
+                        b.bubble_s});
+}
+
+Breakdown breakdown_from_json(const json& j) {
+    return Breakdown{j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>(),
+                     j.at(3).get<double>(), j.at(4).get<double>(), j.at(5).get<double>()};
+}
+
+template <typename T>
+json optional_to_json(const std::optional<T>& v) {
+    return v ? json(*v) : json();
+}
+
+template <typename T>
+std::optional<T> optional_from_json(const json& j) {
+    return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
+}
+
+// Every member of RunResult, so that a merged outcome is the one the rank computed.
+json result_to_json(const RunResult& r) {
+    return {{"scenario", r.scenario},
+            {"gpus", r.gpus},
+            {"numbers",
+             json::array({r.iteration_time_s, r.tokens_per_s, r.model_flops_per_iteration,
+                          r.hardware_flops_per_iteration, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu,
+                          r.peak_memory_bytes, r.memory_capacity_bytes, r.sim_wall_s})},
+            {"fits", r.fits_in_memory},
+            {"breakdown", breakdown_to_json(r.breakdown)},
+            {"critical_rank", r.critical_rank},
+            {"events", r.sim_events},
+            {"fingerprint", r.fingerprint},
+            {"stage_peak", r.stage_peak_memory_bytes},
+            {"stage_recompute", r.stage_recompute_fraction},
+            {"time_to_train_s", optional_to_json(r.time_to_train_s)},
+            {"cost_usd", optional_to_json(r.cost_usd)},
+            {"energy_kwh", optional_to_json(r.energy_kwh)}};
+}
+
+RunResult result_from_json(const json& j) {
+    RunResult r;
+    r.scenario = j.at("scenario").get<std::string>();
+    r.gpus = j.at("gpus").get<int>();
+    const json& n = j.at("numbers");
+    double* const numbers[] = {&r.iteration_time_s,      &r.tokens_per_s, &r.model_flops_per_iteration,
+                               &r.hardware_flops_per_iteration, &r.model_tflops_per_gpu,
+                               &r.hardware_tflops_per_gpu, &r.mfu, &r.peak_memory_bytes,
+                               &r.memory_capacity_bytes, &r.sim_wall_s};
+    for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = n.at(k).get<double>();
+    r.fits_in_memory = j.at("fits").get<bool>();
+    r.breakdown = breakdown_from_json(j.at("breakdown"));
+    r.critical_rank = j.at("critical_rank").get<std::uint32_t>();
+    r.sim_events = j.at("events").get<std::uint64_t>();
+    r.fingerprint = j.at("fingerprint").get<std::uint64_t>();
+    r.stage_peak_memory_bytes = j.at("stage_peak").get<std::vector<double>>();
+    r.stage_recompute_fraction = j.at("stage_recompute").get<std::vector<double>>();
+    r.time_to_train_s = optional_from_json<double>(j.at("time_to_train_s"));
+    r.cost_usd = optional_from_json<double>(j.at("cost_usd"));
+    r.energy_kwh = optional_from_json<double>(j.at("energy_kwh"));
+    return r;
+}
+
+json outcome_to_json(std::size_t index, const PointOutcome& o) {
+    return {{"index", index},
+            {"status", static_cast<int>(o.status)},
+            {"reason", o.reason},
+            {"result", o.result ? result_to_json(*o.result) : json()},
+            {"run", json::binary(nlohmann::ordered_json::to_cbor(o.run_json))}};
+}
+
+PointOutcome outcome_from_json(const json& j) {
+    PointOutcome o;
+    const int status = j.at("status").get<int>();
+    if (status < 0 || status > static_cast<int>(PointStatus::NotRun)) throw std::runtime_error("bad point status");
+    o.status = static_cast<PointStatus>(status);
+    o.reason = j.at("reason").get<std::string>();
+    if (!j.at("result").is_null()) o.result = result_from_json(j.at("result"));
+    // Its own CBOR document, read back as ordered_json: the fields keep the rank's order.
+    o.run_json = nlohmann::ordered_json::from_cbor(j.at("run").get_binary());
+    return o;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_share(const SweepShare& share) {
+    json points = json::array();
+    for (std::size_t k = 0; k < share.indices.size(); ++k)
+        points.push_back(outcome_to_json(share.indices[k], share.outcomes[k]));
+    return json::to_cbor(json{{"failure", share.failure}, {"signal", share.signal}, {"points", std::move(points)}});
+}
+
+SweepShare decode_share(const std::vector<std::uint8_t>& bytes) {
+    try {
+        const json j = json::from_cbor(bytes);
+        SweepShare share;
+        share.failure = j.at("failure").get<std::string>();
+        share.signal = j.at("signal").get<int>();
+        for (const auto& p : j.at("points")) {
+            share.indices.push_back(p.at("index").get<std::size_t>());
+            share.outcomes.push_back(outcome_from_json(p));
+        }
+        return share;
+    } catch (const json::exception& e) {
+        throw std::runtime_error(std::string("a rank's results could not be read: ") + e.what());
+    }
+}
+
+void merge_share(SweepShare share, std::vector<PointOutcome>& outcomes) {
+    for (std::size_t k = 0; k < share.indices.size(); ++k) {
+        if (share.indices[k] >= outcomes.size()) throw std::runtime_error("a rank sent a point index out of range");
+        outcomes[share.indices[k]] = std::move(share.outcomes[k]);
+    }
+}
+
+}  // namespace cuboid::cli

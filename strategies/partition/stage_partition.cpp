@@ -1,0 +1,177 @@
+#include "strategies/partition/stage_partition.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/edge_ops.hpp"
+#include "strategies/labels.hpp"
+#include "strategies/model_math.hpp"
+#include "strategies/training_state.hpp"
+
+namespace cuboid {
+namespace {
+
+using std::to_string;
+
+// Seconds per op on the roofline (FLOPs at peak, bytes at HBM bandwidth); FLOPs when unknown.
+struct Roofline {
+    double flops_per_s = 1.0;
+    double bytes_per_s = 0.0;  // 0: bytes cost nothing
+
+    double time(const sim::Op& op) const {
+        const double compute = sim::is_gemm(op.kind) ? op.flops.value / flops_per_s : 0.0;
+        if (bytes_per_s <= 0.0 || sim::is_communication(op.kind)) return compute;
+        return std::max(compute, op.bytes.value / bytes_per_s);
+    }
+};
+
+struct GpuFigures {
+    Roofline roofline;
+    double capacity = std::numeric_limits<double>::infinity();
+};
+
+GpuFigures gpu_figures(const Scenario& sc) {
+    GpuFigures g;
+    try {
+        const hw::Catalog catalog = hw::Catalog::load_builtin();
+        const hw::GpuSpec& gpu = catalog.gpu(sc.cluster.gpu);
+        g.roofline = {gpu.peak(sc.training.precision).value, gpu.memory_bandwidth.value};
+        g.capacity = gpu.memory_capacity.value;
+    } catch (const InputError&) {
+        // A GPU outside the built-in catalog: balance GEMM FLOPs, no memory limit.
+    }
+    return g;
+}
+
+// Roofline time of the ops `emit` appends, and the activation bytes they leave allocated.
+struct Emitted {
+    double time = 0.0;
+    double kept = 0.0;
+};
+
+template <class Emit>
+Emitted emitted(const LayerContext& c, const Roofline& r, Emit emit) {
+    sim::OpList list;
+    OpEmitter e(list, sim::Precision::Bf16);
+    emit(e, c);
+    Emitted out;
+    for (const sim::Op& op : list.ops) {
+        out.time += r.time(op);
+        out.kept += op.memory_alloc.value - op.memory_free.value;
+    }
+    return out;
+}
+
+Emitted forward_only(const LayerContext& c, const Roofline& r) {
+    return emitted(c, r, [](OpEmitter& e, const LayerContext& x) { emit_layer_forward(e, x); });
+}
+
+NodeCost layer_cost(const Scenario& sc, const Layout& l, const LayerContext& base, const Roofline& r) {
+    // none / selective keep what the policy stores; full and stage-aware checkpoint where the
+    // position recomputes (stage-aware is taken at its costliest, Merak's autopipe convention
+    // of backward = 2x forward + 1x recompute).
+    const bool checkpointing = sc.parallel.recompute == Recompute::Full || sc.parallel.recompute == Recompute::StageAware;
+    const LayerContext plain = checkpointing ? base.with_policy(Recompute::None) : base;
+    const auto both = [](OpEmitter& e, const LayerContext& x) {
+        emit_layer_forward(e, x);
+        emit_layer_backward(e, x);
+    };
+    NodeCost n;
+    n.time = emitted(plain, r, both).time;
+    n.recompute_time = forward_only(plain, r).time;
+    n.stash_bytes = forward_only(plain, r).kept;
+    n.stash_ckpt_bytes = forward_only(base.with_policy(Recompute::Full), r).kept;
+    n.static_bytes = resident_state_bytes(layer_parameter_count_per_rank(sc.model, l.tensor), sc.training.precision,
+                                          sc.parallel.zero_stage, l.data).value;
+    return n;
+}
+
+NodeCost end_cost(const Scenario& sc, const Layout& l, const LayerContext& c, const Roofline& r, bool head) {
+    const auto fwd = [head](OpEmitter& e, const LayerContext& x) {
+        head ? emit_head_forward(e, x) : emit_embedding_forward(e, x);
+    };
+    const auto both = [head](OpEmitter& e, const LayerContext& x) {
+        head ? emit_head_forward(e, x) : emit_embedding_forward(e, x);
+        head ? emit_head_backward(e, x) : emit_embedding_backward(e, x);
+    };
+    const double params = head ? head_parameters_per_rank(sc.model, l.tensor, l.pipeline)
+                               : embedding_parameters_per_rank(sc.model, l.tensor);
+    NodeCost n;
+    n.time = emitted(c, r, both).time;
+    n.stash_bytes = emitted(c, r, fwd).kept;
+    n.static_bytes = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data).value;
+    return n;
+}
+
+// Micro-batches a stage holds at its peak: all m under GPipe, min(p-s, m) under 1F1B and SCP,
+// and the interleaved warm-up plus one spread over the stage's v chunks.
+double in_flight(const Scenario& sc, const Layout& l, int stage) {
+    const int p = l.pipeline, m = l.micro_batches, v = l.virtual_stages;
+    switch (sc.parallel.schedule) {
+        case Schedule::GPipe: return m;
+        case Schedule::Interleaved:
+            return (std::min(m * v, 2 * (p - stage - 1) + (v - 1) * p) + 1.0) / v;
+        default: return std::min(p - stage, m);
+    }
+}
+
+void check_override(const Scenario& sc, const Layout& l) {
+    const std::vector<int>& given = sc.parallel.stage_layers;
+    const auto fail = [&](const std::string& why) { throw InputError(sc.where("parallel.stage_layers"), why); };
+    const int chunks = l.pipeline * l.virtual_stages;
+    if (static_cast<int>(given.size()) != chunks)
+        fail("needs one entry per model chunk (pipeline * virtual_stages = " + to_string(chunks) + "), got " +
+             to_string(given.size()));
+    // Every chunk runs at least one layer: the stage program sends a chunk's output after its
+    // last layer and reports its recompute fraction per layer.
+    for (std::size_t i = 0; i < given.size(); ++i)
+        if (given[i] < 1) fail("entry " + to_string(i) + " is " + to_string(given[i]) + "; every chunk needs at least 1 layer");
+    const int total = std::accumulate(given.begin(), given.end(), 0);
+    if (total != sc.model.layers)
+        fail("the entries sum to " + to_string(total) + " but the model has " + to_string(sc.model.layers) + " layers");
+}
+
+}  // namespace
+
+PartitionProblem partition_problem(const Scenario& sc, const Layout& l) {
+    const GpuFigures gpu = gpu_figures(sc);
+    sim::Program scratch;
+    const Labels labels = intern_labels(scratch);
+    LayerContext base = LayerContext::make(
+        LayerDims::make(sc.model, sc.training.micro_batch, l.tensor, sc.parallel.sequence_parallel, sc.training.precision),
+        sc.parallel.recompute, labels);
+    base.tp_backward_overlap = sc.parallel.tp_backward_overlap;
+    base.overlap_chunks = sc.parallel.overlap_chunks;
+
+    PartitionProblem pr;
+    pr.layers = sc.model.layers;
+    pr.layer = layer_cost(sc, l, base, gpu.roofline);
+    pr.embedding = end_cost(sc, l, base, gpu.roofline, false);
+    pr.head = end_cost(sc, l, base, gpu.roofline, true);
+    pr.capacity = gpu.capacity;
+    const Recompute r = sc.parallel.recompute;
+    const bool checkpointing = r == Recompute::Full || r == Recompute::StageAware;
+    const int chunks = l.pipeline * l.virtual_stages;
+    for (int j = 0; j < chunks; ++j) {
+        const int stage = j % l.pipeline;
+        pr.in_flight.push_back(in_flight(sc, l, stage));
+        // SCP's last stage never recomputes (Merak's rule).
+        const bool scp_last = sc.parallel.schedule == Schedule::ShiftedCriticalPath && stage == l.pipeline - 1;
+        pr.recomputes.push_back(checkpointing && !scp_last ? 1 : 0);
+    }
+    return pr;
+}
+
+std::vector<int> stage_partition(const Scenario& sc, const Layout& l) {
+    const int chunks = l.pipeline * l.virtual_stages;
+    if (!sc.parallel.stage_layers.empty()) {
+        check_override(sc, l);
+        return sc.parallel.stage_layers;
+    }
+    if (sc.parallel.partition == PartitionMethod::Uniform || chunks == 1) return balanced_split(sc.model.layers, chunks);
+    return partition_layers(partition_problem(sc, l));
+}
+
+}  // namespace cuboid

@@ -1,0 +1,141 @@
+// `cuboid search` on small spaces: branch and bound finds the optimum of the exhaustive sweep of
+// the same space, its bound never exceeds a simulated time, and its memory verdict is the
+// simulation's.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "hardware_models/catalog.hpp"
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/search_output.hpp"
+#include "strategies/cli/search_run.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cli;
+
+namespace {
+
+// A small GPT (8 layers, hidden 1024, 16 heads, 1024 tokens) on two nodes of eight 40 GB A100s
+// (16 GPUs, so data parallelism crosses InfiniBand), 16 sequences per iteration.
+constexpr const char* kTinyGpt =
+    "name: tiny-search\n"
+    "model: {layers: 8, hidden: 1024, heads: 16, seq_len: 1024, vocab: 32000}\n"
+    "cluster: {gpu: a100-sxm-40gb, nodes: 2, gpus_per_node: 8}\n"
+    "training: {global_batch: 16}\n";
+
+Scenario tiny_gpt() { return load_scenario_text(kTinyGpt, "tiny.yaml", "", builtin_name_resolvers()); }
+
+// Every schedule and recompute policy, three tensor and pipeline degrees, two micro-batches,
+// sequence parallelism and ZeRO on and off (about 500 candidates).
+SearchSpace small_space(const Scenario& base) {
+    SearchSpace sp = default_search_space(base);
+    sp.tensor = {1, 2, 4};
+    sp.pipeline = {1, 2, 4};
+    sp.micro_batch = {1, 2};
+    sp.virtual_stages = {2};
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.zero_stage = {0, 1};
+    return sp;
+}
+
+struct Searched {
+    SearchResult bnb;
+    SearchResult all;
+};
+
+// One branch-and-bound search and one exhaustive one, computed once for the test cases.
+const Searched& searched() {
+    static const Searched s = [] {
+        const auto names = builtin_name_resolvers();
+        const hw::Catalog catalog = hw::Catalog::load_builtin();
+        HardwareCache cache(catalog);
+        const Scenario base = tiny_gpt();
+        SearchOptions o;
+        o.threads = 2;
+        o.keep = 3;
+        Searched r{run_search(base, small_space(base), names, cache, o), {}};
+        o.exhaustive = true;
+        r.all = run_search(base, small_space(base), names, cache, o);
+        return r;
+    }();
+    return s;
+}
+
+std::vector<double> top_times(const SearchResult& r, std::size_t n) {
+    std::vector<double> t;
+    for (const std::size_t i : r.plans.order)
+        if (r.plans.outcomes[i].status == PointStatus::Ok && t.size() < n)
+            t.push_back(r.plans.outcomes[i].result->iteration_time_s);
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("search finds the optimum of the exhaustive sweep of the same space", "[search]") {
+    const Searched& s = searched();
+    REQUIRE(best_plan(s.bnb));
+    REQUIRE(best_plan(s.all));
+    // The top 3 (the plans kept exact) have the same times, so the same optimum.
+    CHECK(top_times(s.bnb, 3) == top_times(s.all, 3));
+    CHECK(plan_text(s.bnb.plans, *best_plan(s.bnb)) == plan_text(s.all.plans, *best_plan(s.all)));
+    // The bound did prune: fewer simulations than plans that fit.
+    CHECK(s.bnb.counts.pruned_bound > 0);
+    CHECK(s.bnb.counts.simulated < s.all.counts.simulated);
+    // Same candidates and verdicts before the bound; every candidate is counted once.
+    CHECK(s.bnb.counts.candidates == s.all.counts.candidates);
+    const SearchCounts& c = s.bnb.counts;
+    CHECK(c.invalid + c.pruned_memory + c.pruned_bound + c.simulated == c.candidates);
+    CHECK(s.all.counts.pruned_bound == 0);
+}
+
+TEST_CASE("the bound is a lower bound on every simulated plan of the space", "[search]") {
+    const SearchResult& all = searched().all;
+    REQUIRE(all.counts.simulated > 100);
+    std::set<std::string> schedules;
+    for (std::size_t i = 0; i < all.plans.points.size(); ++i) {
+        const auto& o = all.plans.outcomes[i];
+        REQUIRE(o.status == PointStatus::Ok);
+        INFO(plan_text(all.plans, i));
+        CHECK(all.bound_s[i] <= o.result->iteration_time_s);
+        CHECK(all.bound_s[i] > 0.0);
+        schedules.insert(all.plans.points[i][4]);
+    }
+    CHECK(schedules.size() == 4);  // every schedule was bounded and simulated
+}
+
+TEST_CASE("memory pruning agrees with the simulation's memory verdict", "[search]") {
+    // GPT 7.5B on eight 40 GB A100s: 16 bytes of weights, gradients and Adam state per parameter
+    // (2 + 2 + 4 + 4 + 4) is 120 GB unsharded, so tensor 1 and 2 without ZeRO cannot fit (120 and
+    // 60 GB per GPU) while tensor 8 (15 GB) can.
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    Scenario base = load_scenario_text(
+        "model: {preset: gpt-7.5b}\ncluster: {gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: 8}\n"
+        "training: {global_batch: 8}\nparallel: {recompute: full}\n",
+        "big.yaml", "", names);
+    SearchSpace sp = default_search_space(base);
+    sp.tensor = {1, 2, 8};
+    sp.pipeline = {1};
+    sp.micro_batch = {1};
+    sp.schedule = {"1f1b"};
+    sp.recompute = {"full"};
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.sequence_parallel = {false};
+    sp.zero_stage = {0};
+    const SearchCandidates c = search_candidates(sp, base);
+    REQUIRE(c.points.size() == 3);
+    for (const auto& point : c.points) {
+        const CandidateCheck check = check_candidate(base, c.axes, point, names, cache);
+        const PointOutcome run = run_point(base, c.axes, point, names, cache);
+        INFO("tensor " << point[0]);
+        REQUIRE(run.result);
+        CHECK(check.peak_memory_bytes == run.result->peak_memory_bytes);
+        CHECK((check.status == CandidateStatus::OutOfMemory) == !run.result->fits_in_memory);
+        CHECK((check.status == CandidateStatus::OutOfMemory) == (point[0] != "8"));
+    }
+}

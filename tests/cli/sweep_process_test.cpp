@@ -1,0 +1,143 @@
+// `cuboid sweep` as separate processes: under `mpirun -np 2` the merged output equals the single
+// process's byte for byte (less the measured sim.wall_s), a failing rank leaves a partial output
+// and a non-zero exit, and SIGINT stops a sweep with its rows so far written, marked partial.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+    int code = -1;
+    std::string err;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream f(p);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+Run shell(const std::string& command) {
+    const auto err_path = std::filesystem::temp_directory_path() / "cuboid-sweep-process.err";
+    const std::string full = command + " > /dev/null 2> '" + err_path.string() + "'";
+    Run r;
+    const int status = std::system(full.c_str());
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = slurp(err_path);
+    return r;
+}
+
+std::string temp(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("cuboid-sweep-process-" + name)).string();
+}
+
+// 16 points of 8-GPU plans of every status (tests/cli/sweep_command_test.cpp explains them).
+std::string scenario() {
+    const std::string path = temp("small.yaml");
+    std::ofstream(path) << "name: small-sweep\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n"
+                           "  nodes: 1\n  gpus_per_node: 8\ntraining:\n  global_batch: 16\nparallel:\n  tensor: 4\n"
+                           "  pipeline: 2\n  recompute: full\nsweep:\n  parallel.tensor: [1, 2, 4, 8]\n"
+                           "  parallel.pipeline: [1, 2]\n  training.micro_batch: [1, 4]\n";
+    return path;
+}
+
+std::string sweep_args(const std::string& tag) {
+    return "sweep '" + scenario() + "' --threads 1 --quiet --csv '" + temp(tag + ".csv") + "' --json '" +
+           temp(tag + ".json") + "'";
+}
+
+// The CSV without its sim.wall_s column (the one measured time: it differs from run to run).
+std::string csv_without_wall(const std::string& text) {
+    std::istringstream in(text);
+    std::ostringstream out;
+    std::size_t drop = std::string::npos;
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> cells;
+        std::stringstream s(line);
+        for (std::string cell; std::getline(s, cell, ',');) cells.push_back(cell);
+        if (drop == std::string::npos)
+            for (std::size_t c = 0; c < cells.size(); ++c)
+                if (cells[c] == "sim.wall_s") drop = c;
+        for (std::size_t c = 0; c < cells.size(); ++c)
+            if (c != drop) out << cells[c] << ';';
+        out << '\n';
+    }
+    return out.str();
+}
+
+std::string json_without_wall(const std::string& text) {
+    json rows = json::parse(text);
+    for (auto& row : rows)
+        if (row.contains("sim")) row["sim"].erase("wall_s");
+    return rows.dump(2);
+}
+
+const std::string kMpirun = std::string(CUBOID_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 ";
+const std::string kBinary = std::string("'") + CUBOID_BINARY + "' ";
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2 cuboid sweep writes what one process writes", "[.mpi][mpi]") {
+    if (!CUBOID_MPI_BUILT) {
+        // Without MPI the program must refuse to run as N copies that would each write everything.
+        const Run refused = shell(kMpirun + kBinary + sweep_args("nompi"));
+        CHECK(refused.code != 0);
+        CHECK(refused.err.find("built without MPI") != std::string::npos);
+        return;
+    }
+    const Run one = shell(kBinary + sweep_args("one"));
+    INFO(one.err);
+    REQUIRE(one.code == 0);
+    const Run two = shell(kMpirun + kBinary + sweep_args("two"));
+    INFO(two.err);
+    REQUIRE(two.code == 0);
+    const std::string csv_one = slurp(temp("one.csv")), csv_two = slurp(temp("two.csv"));
+    CHECK(std::count(csv_one.begin(), csv_one.end(), '\n') == 17);  // header + 16 points
+    CHECK(csv_without_wall(csv_two) == csv_without_wall(csv_one));
+    CHECK(json_without_wall(slurp(temp("two.json"))) == json_without_wall(slurp(temp("one.json"))));
+}
+
+TEST_CASE("a failing rank: its message, a non-zero exit, the gathered rows written partial", "[.mpi][mpi]") {
+    if (!CUBOID_MPI_BUILT) return;  // the case above checked the refusal
+    const Run r = shell("CUBOID_SWEEP_FAIL_RANK=1 " + kMpirun + kBinary + sweep_args("fail"));
+    CHECK(r.code != 0);
+    CHECK(r.err.find("rank 1 of 2 failed") != std::string::npos);
+    // Rank 0 ran its 8 points (0, 2, ..., 14); rank 1 one point before it failed.
+    const json j = json::parse(slurp(temp("fail.json")));
+    CHECK(j.at("partial") == true);
+    CHECK(j.at("points_done") == 9);
+    CHECK(j.at("rows").size() == 9u);
+    CHECK(slurp(temp("fail.csv")).rfind("# partial: 9 of 16 points done (rank 1 of 2 failed", 0) == 0);
+}
+
+TEST_CASE("SIGINT stops a sweep: the rows so far, marked partial, exit 130", "[signal]") {
+    // 20 copies of one 8-GPU plan (only the name differs) with 64 micro-batches each, so every
+    // point takes the same time (about 0.15 s here); a signal after 1 s finds points done and left.
+    const std::string file = temp("signal.yaml");
+    std::ofstream(file) << "name: x\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n  nodes: 1\n"
+                           "  gpus_per_node: 8\ntraining:\n  global_batch: 128\nparallel:\n  tensor: 4\n"
+                           "  pipeline: 2\n  recompute: full\nsweep:\n  name: [p01, p02, p03, p04, p05, p06, p07, "
+                           "p08, p09, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20]\n";
+    const std::string csv = temp("int.csv");
+    const Run r = shell("timeout --preserve-status -s INT 1 " + kBinary + "sweep '" + file +
+                        "' --threads 1 --quiet --csv '" + csv + "'");
+    CHECK(r.code == 130);  // 128 + SIGINT (2)
+    CHECK(r.err.find("interrupted by SIGINT") != std::string::npos);
+    const std::string text = slurp(csv);
+    REQUIRE(text.rfind("# partial: ", 0) == 0);
+    const int done = std::stoi(text.substr(11));
+    CHECK(done < 20);
+    CHECK(text.find(" of 20 points done (interrupted by SIGINT)") != std::string::npos);
+    // The comment, the header, one row per point done.
+    CHECK(std::count(text.begin(), text.end(), '\n') == done + 2);
+}

@@ -1,0 +1,124 @@
+// `cuboid whatif`: the study's errors at file:line:key, and the figures of a small study derived
+// from each pair's best plan.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/whatif_study.hpp"
+#include "tests/cli/cli_outcome.hpp"
+#include "tests/cli/loader_fixtures.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cli;
+using namespace cuboid::cli::test;
+
+namespace {
+
+std::string write_study(const std::string& name, const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() / ("cuboid-whatif-test-" + name);
+    std::ofstream(path) << text;
+    return path.string();
+}
+
+// A small GPT on one or two nodes of 40 GB A100s, a space of 4 plans (fast to search).
+constexpr const char* kHead =
+    "name: tiny-study\n"
+    "pue: 1.5\n"
+    "search: {tensor: [2, 8], pipeline: [1, 2], micro_batch: [1], schedule: [1f1b], recompute: [none],\n"
+    "         tensor_mode: [1d], overlap_chunks: [1], sequence_parallel: [false], zero_stage: [0]}\n";
+constexpr const char* kModels =
+    "models:\n"
+    "  - {name: tiny, layers: 4, hidden: 1024, heads: 16, seq_len: 1024, vocab: 32000,\n"
+    "     tokens: 1e9, global_batch: 16}\n";
+constexpr const char* kClusters =
+    "clusters:\n"
+    "  - {name: one-node, gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: 8, gpu_hour_usd: 2.0,\n"
+    "     node_overhead_w: 3000}\n"
+    "  - {name: two-nodes, gpu: a100-sxm-40gb, nodes: 2, gpus_per_node: 8, gpu_hour_usd: 1.0,\n"
+    "     node_power_kw: 5.0}\n";
+
+InputError study_error(const std::string& text) {
+    return input_error_of([&] { load_study_text(text, "s.yaml", builtin_name_resolvers()); });
+}
+
+}  // namespace
+
+TEST_CASE("study errors name the file, the line and the key", "[whatif]") {
+    SECTION("no cluster") {
+        const InputError e = study_error(std::string(kHead) + kModels);
+        CHECK(e.where().file == "s.yaml");
+        CHECK(e.where().key == "clusters");
+        const InputError empty = study_error(std::string(kHead) + kModels + "clusters: []\n");
+        // kHead is 4 lines and kModels 3, so `clusters: []` is line 8.
+        CHECK(empty.where().line == 8);
+    }
+    SECTION("unknown GPU") {
+        const InputError e = study_error(std::string(kHead) + kModels +
+                                         "clusters:\n  - {name: x, gpu: z100, nodes: 1, gpu_hour_usd: 1}\n");
+        CHECK(e.where().key == "clusters[0].gpu");
+        CHECK(e.where().line == 9);  // 4 + 3 lines before `clusters:` (line 8), the entry after it
+    }
+    SECTION("missing token budget") {
+        const InputError e =
+            study_error(std::string(kHead) + "models:\n  - {name: m, preset: gpt-1.7b, global_batch: 8}\n" + kClusters);
+        CHECK(e.where().key == "models[0].tokens");
+        CHECK(e.where().line == 6);  // after the 4 lines of kHead and `models:`
+    }
+    SECTION("the command exits 2 with the location") {
+        const std::string path = write_study("nocluster.yaml", std::string(kHead) + kModels);
+        const Outcome o = run_cli({"whatif", path});
+        CHECK(o.code == 2);
+        CHECK(o.err.find(path + ": 'clusters': missing") != std::string::npos);
+    }
+}
+
+TEST_CASE("whatif figures follow from the best plan of each pair", "[whatif]") {
+    const std::string path = write_study("tiny.yaml", std::string(kHead) + kModels + kClusters);
+    const Outcome o = run_cli({"whatif", path, "--threads", "2", "--json", "-"});
+    INFO(o.err);
+    REQUIRE(o.code == 0);
+    const auto j = nlohmann::json::parse(o.out);
+    REQUIRE(j["rows"].size() == 2);
+    for (const auto& row : j["rows"]) {
+        REQUIRE(row["status"] == "ok");
+        // tokens / (tokens per second); GPU-hours; cost at the price; energy at nodes x power x PUE.
+        const double hours = 1e9 / row["tokens_per_s"].get<double>() / 3600.0;
+        CHECK(row["time_to_train_s"].get<double>() == Approx(hours * 3600.0));
+        CHECK(row["gpu_hours"].get<double>() == Approx(row["gpus"].get<int>() * hours));
+        CHECK(row["cost_usd"].get<double>() == Approx(row["gpu_hours"].get<double>() * row["gpu_hour_usd"].get<double>()));
+        CHECK(row["energy_kwh"].get<double>() ==
+              Approx(row["nodes"].get<int>() * row["node_power_kw"].get<double>() * hours * 1.5));
+        CHECK(row["plan"]["data"].get<int>() * row["plan"]["tensor"].get<int>() * row["plan"]["pipeline"].get<int>() ==
+              row["gpus"].get<int>());
+    }
+    // One node: 8 x 400 W catalog TDP + 3000 W = 6.2 kW; two nodes: the 5 kW given.
+    CHECK(j["rows"][0]["node_power_kw"].get<double>() == Approx(6.2));
+    CHECK(j["rows"][1]["node_power_kw"].get<double>() == Approx(5.0));
+    // Winners are the rows with the lowest figure of each criterion.
+    const auto& rows = j["rows"];
+    auto lowest = [&](const char* field) {
+        return rows[0][field].get<double>() <= rows[1][field].get<double>() ? rows[0]["cluster"] : rows[1]["cluster"];
+    };
+    CHECK(j["winners"][0]["time"] == lowest("time_to_train_s"));
+    CHECK(j["winners"][0]["cost"] == lowest("cost_usd"));
+    CHECK(j["winners"][0]["energy"] == lowest("energy_kwh"));
+}
+
+TEST_CASE("every study in scenarios/studies loads", "[whatif]") {
+    int count = 0;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(CUBOID_SOURCE_DIR) / "scenarios" / "studies")) {
+        if (entry.path().extension() != ".yaml") continue;
+        INFO(entry.path().string());
+        const Study s = load_study_file(entry.path().string(), builtin_name_resolvers());
+        CHECK_FALSE(s.clusters.empty());
+        for (const auto& c : s.clusters) CHECK(c.node_power_kw > 0.0);
+        ++count;
+    }
+    CHECK(count >= 1);
+}

@@ -1,0 +1,247 @@
+// The 2d, 3d and atp layer programs: communication volume per device against the papers'
+// formulas (seed_algorithms §2.2, §2.3, §3.1), GEMM work summed over the devices, memory per
+// device, and the checks of validate_plan.
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "strategies/group_slots.hpp"
+#include "strategies/layer_ops.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/model_math.hpp"
+#include "strategies/tensor_modes/mode_shapes.hpp"
+#include "strategies/training_state.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
+
+using namespace cuboid;
+
+namespace {
+
+// GPT layer with h = 256, 8 heads, MLP 4h, s = 32: every split below is exact.
+ModelSpec gpt() {
+    ModelSpec m;
+    m.layers = 2;
+    m.hidden = 256;
+    m.heads = 8;
+    m.seq_len = 32;
+    m.vocab = 512;
+    return m;
+}
+
+struct Emitted {
+    sim::OpList list;
+    TensorMesh mesh;
+    int t = 1;
+};
+
+// One layer's forward and backward on one device of `mesh`.
+Emitted emit_layer(const ModelSpec& m, int b, const TensorMesh& mesh, int chunks = 1,
+                   Recompute r = Recompute::None) {
+    Emitted out;
+    out.mesh = mesh;
+    out.t = mesh.size(0) * mesh.size(1) * mesh.size(2);
+    LayerDims d = LayerDims::make(m, b, out.t, false, sim::Precision::Bf16);
+    d.set_mesh(mesh);
+    sim::Program scratch;
+    static thread_local Labels labels;
+    labels = intern_labels(scratch);
+    LayerContext c = LayerContext::make(d, r, labels);
+    c.overlap_chunks = chunks;
+    OpEmitter e(out.list, sim::Precision::Bf16);
+    emit_layer_forward(e, c);
+    emit_layer_backward(e, c);
+    return out;
+}
+
+// Bytes through one device, averaged over the group, for ring collectives and chain broadcasts:
+// all-reduce 2(n-1)/n S, all-gather / reduce-scatter (S = full buffer) and broadcast (n-1)/n S.
+double comm_bytes_per_device(const Emitted& x) {
+    double total = 0.0;
+    for (const sim::Op& op : x.list.ops) {
+        if (!sim::is_communication(op.kind)) continue;
+        const int n = op.group_slot == slot::kTensor ? x.t : x.mesh.size(op.group_slot - slot::kTensorAxis0);
+        const double f = static_cast<double>(n - 1) / n;
+        total += (op.kind == sim::OpKind::AllReduce ? 2.0 * f : f) * op.bytes.value;
+    }
+    return total;
+}
+
+double gemm_flops_of(const Emitted& x, bool core_only = false) {
+    double f = 0.0;
+    for (const sim::Op& op : x.list.ops)
+        if (sim::is_gemm(op.kind) && (!core_only || op.kind == sim::OpKind::BatchedGemm)) f += op.flops.value;
+    return f;
+}
+
+constexpr double kA = 2.0;      // bf16 bytes per element
+constexpr double kStat = 8.0;   // LayerNorm statistics: 2 fp32 values per row
+
+}  // namespace
+
+TEST_CASE("3d: per-layer communication per device is 2(q-1)/q^3 (16Mh + 12h^2) plus norm statistics") {
+    const ModelSpec m = gpt();
+    for (const int q : {2, 4}) {
+        const int b = q * q;  // sequences split q^2 ways
+        const double M = b * 32.0, h = 256.0;
+        const Emitted x = emit_layer(m, b, TensorMesh::three_d(q));
+        // Six collectives per linear (seed_algorithms §2.2), sum over QKV, proj, FC1, FC2 of
+        // Mk + kn + Mn = 16Mh + 12h^2; two LayerNorms, forward and backward, all-reduce 2 stats
+        // per row of the M/q^2 local rows over the q devices of the output group.
+        const double linears = 2.0 * (q - 1) / (q * q * q) * (16.0 * M * h + 12.0 * h * h) * kA;
+        const double norms = 4.0 * 2.0 * (q - 1) / q * kStat * M / (q * q);
+        CHECK(comm_bytes_per_device(x) == Approx(linears + norms));
+    }
+}
+
+TEST_CASE("2d: per-layer communication per device is 3(q-1)/q^2 (7Mh + 12h^2) plus norm statistics") {
+    const ModelSpec m = gpt();
+    for (const int q : {2, 4}) {
+        const int b = q;
+        const double M = b * 32.0, h = 256.0;
+        const Emitted x = emit_layer(m, b, TensorMesh::two_d(q));
+        // SUMMA (seed_algorithms §2.3): forward broadcasts X and W blocks ((q-1)(Mk + kn)/q^2),
+        // backward broadcasts W and reduces dX, broadcasts X and reduces dW (twice that).
+        // Sum of Mk + kn over the four linears: 7Mh + 12h^2. Norm statistics over the row of q
+        // devices, M/q local rows.
+        const double linears = 3.0 * (q - 1) / (q * q) * (7.0 * M * h + 12.0 * h * h) * kA;
+        const double norms = 4.0 * 2.0 * (q - 1) / q * kStat * M / q;
+        CHECK(comm_bytes_per_device(x) == Approx(linears + norms));
+    }
+}
+
+TEST_CASE("atp: all-reduces of 12Mh/dc over the hidden axis and 4Mh/dr over the column axis") {
+    const ModelSpec m = gpt();
+    const double M = 2 * 32.0, h = 256.0;
+    for (const auto& [dc, dr, order] : {std::tuple{2, 2, AtpOrder::ColumnFirst}, std::tuple{4, 2, AtpOrder::ColumnFirst},
+                                        std::tuple{2, 4, AtpOrder::RowFirst}, std::tuple{1, 4, AtpOrder::ColumnFirst}}) {
+        const TensorMesh mesh = order == AtpOrder::ColumnFirst ? TensorMesh::atp(dc, dr, order)
+                                                               : TensorMesh::atp(dr, dc, order);
+        REQUIRE(mesh.size(mesh.column_axis()) == dc);
+        // seed_algorithms §3.1: over the hidden axis (dr) the first linears' outputs (3h + 4h
+        // columns / dc) and the second linears' input gradients (h + 4h) / dc; over the column
+        // axis (dc) four [M, h/dr] all-reduces; LayerNorm statistics over the hidden axis.
+        const double hidden = 2.0 * (dr - 1) / dr * 12.0 * M * h / dc * kA;
+        const double column = 2.0 * (dc - 1) / dc * 4.0 * M * h / dr * kA;
+        const double norms = 4.0 * 2.0 * (dr - 1) / dr * kStat * M;
+        for (const int chunks : {1, 2}) {
+            const Emitted x = emit_layer(m, 2, mesh, chunks);
+            CHECK(comm_bytes_per_device(x) == Approx(hidden + column + norms));
+        }
+    }
+}
+
+TEST_CASE("atp with a t x 1 mesh is Megatron's 1d program; 1d volume is 8(t-1)/t Mh") {
+    const ModelSpec m = gpt();
+    const Emitted one_d = emit_layer(m, 2, TensorMesh::one_d(4));
+    const Emitted atp = emit_layer(m, 2, TensorMesh::atp(4, 1, AtpOrder::ColumnFirst));
+    REQUIRE(one_d.list.ops.size() == atp.list.ops.size());
+    for (std::size_t i = 0; i < atp.list.ops.size(); ++i) {
+        CHECK(atp.list.ops[i].kind == one_d.list.ops[i].kind);
+        CHECK(atp.list.ops[i].bytes.value == one_d.list.ops[i].bytes.value);
+    }
+    // Four all-reduces of [M, h] per layer (seed_algorithms §2.3).
+    CHECK(comm_bytes_per_device(one_d) == Approx(8.0 * 3 / 4 * 64.0 * 256.0 * kA));
+}
+
+TEST_CASE("GEMM work summed over the devices equals the undivided layer's (atp repeats the attention core dr times)") {
+    const ModelSpec m = gpt();
+    const int b = 4;
+    const Emitted whole = emit_layer(m, b, TensorMesh::one_d(1));
+    const double total = gemm_flops_of(whole), core = gemm_flops_of(whole, true);
+    CHECK(8 * gemm_flops_of(emit_layer(m, b, TensorMesh::three_d(2))) == Approx(total));
+    CHECK(4 * gemm_flops_of(emit_layer(m, b, TensorMesh::two_d(2))) == Approx(total));
+    CHECK(16 * gemm_flops_of(emit_layer(m, b, TensorMesh::two_d(4))) == Approx(total));
+    // ATP: the dr devices of a column compute the same heads for the same tokens.
+    for (const int chunks : {1, 2}) {
+        const Emitted atp = emit_layer(m, b, TensorMesh::atp(2, 4, AtpOrder::ColumnFirst), chunks);
+        CHECK(8 * gemm_flops_of(atp) == Approx(total + 3.0 * core));
+    }
+}
+
+TEST_CASE("activation memory per device") {
+    const ModelSpec m = gpt();
+    const int b = 4;
+    LayerDims whole = LayerDims::make(m, b, 1, false, sim::Precision::Bf16);
+    const double all = sum(stored_activations(whole));
+    const auto stored = [&](const TensorMesh& mesh, int t) {
+        LayerDims d = LayerDims::make(m, b, t, false, sim::Precision::Bf16);
+        d.set_mesh(mesh);
+        return sum(stored_activations(d));
+    };
+    // 2d divides every stored tensor by q^2 = t (SUMMA re-broadcasts X blocks in the backward).
+    CHECK(4 * stored(TensorMesh::two_d(2), 4) == Approx(all));
+    // 3d keeps ColossalAI's gathered input [M/q, k/q] (q times the ideal M k/q^3) and gathered
+    // weight [k/q, n/q] per linear: sum Mk = 7Mh, sum kn = 12h^2 (bf16).
+    const double q = 2.0, M = b * 32.0, h = 256.0;
+    const double extra = (q - 1) * 7.0 * M * h * kA / (q * q * q) + 12.0 * h * h * kA / (q * q);
+    CHECK(stored(TensorMesh::three_d(2), 8) == Approx(all / 8 + extra));
+    // atp with dr = 1 keeps exactly what Megatron's 1d keeps.
+    LayerDims atp = LayerDims::make(m, b, 4, false, sim::Precision::Bf16);
+    atp.set_mesh(TensorMesh::atp(4, 1, AtpOrder::ColumnFirst));
+    LayerDims one = LayerDims::make(m, b, 4, false, sim::Precision::Bf16);
+    CHECK(sum(mode_stored_activations(atp)) == Approx(sum(stored_activations(one))));
+}
+
+TEST_CASE("parameters per device: matrices over all t devices; what each mode replicates") {
+    const ModelSpec m = gpt();
+    const double h = 256.0, whole = layer_parameter_count(m);
+    const double biases_norms = (3 * h + 4 * h) + 2 * h + 4 * h;  // QKV, FC1 | proj, FC2 | 2 LN
+    const double matrices = whole - biases_norms;
+    CHECK(layer_parameters_per_device(m, {4, 1, 1}) == Approx(layer_parameter_count_per_rank(m, 4)));
+    // 2d: a bias block per mesh column and LayerNorm block per row, replicated over the other axis.
+    CHECK(layer_parameters_per_device(m, {2, 2, 1}) == Approx(matrices / 4 + biases_norms / 2));
+    // 3d: biases and norms split q ways, replicated over the q^2 devices of the input x weight plane.
+    CHECK(layer_parameters_per_device(m, {2, 2, 2}) == Approx(matrices / 8 + biases_norms / 2));
+}
+
+namespace {
+
+std::string rejected_key(const std::function<void(Scenario&)>& change) {
+    Scenario sc = test::tiny_scenario(4, 1, 1, 4);
+    sc.training.micro_batch = 4;
+    sc.training.global_batch = 16;
+    change(sc);
+    try {
+        validate_plan(sc);
+    } catch (const InputError& e) {
+        return e.where().key;
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("tensor mode checks report the key") {
+    using S = Scenario&;
+    CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::TwoD; }).empty());
+    CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::Atp; s.parallel.atp_mesh = {2, 2}; }).empty());
+    CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor");  // 4 != q^3
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor_mode = TensorMode::Atp;
+              s.parallel.atp_mesh = {2, 3};
+          }) == "parallel.atp_mesh");
+    CHECK(rejected_key([](S s) { s.parallel.atp_mesh = {2, 2}; }).empty());  // ignored by 1d
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.parallel.sequence_parallel = true;
+          }) == "parallel.sequence_parallel");
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.training.micro_batch = 1;
+              s.training.global_batch = 4;
+          }) == "training.micro_batch");
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.parallel.overlap_chunks = 2;
+          }) == "parallel.overlap_chunks");
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.model.heads = 1;  // one head cannot split over q = 2 mesh columns
+          }) == "parallel.tensor");
+    // The mesh reaches the layout (and through it the axis groups).
+    Scenario sc = test::tiny_scenario(8, 1, 1, 4);
+    sc.training.micro_batch = 4;
+    sc.training.global_batch = 16;
+    sc.parallel.tensor_mode = TensorMode::ThreeD;
+    CHECK(validate_plan(sc).tensor_mesh == std::array<int, 3>{2, 2, 2});
+}

@@ -1,0 +1,174 @@
+#include "validate/cpu/cpu_executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+#include "strategies/tensor_modes/tensor_mesh.hpp"
+#include "validate/cpu/atp_split.hpp"
+#include "validate/cpu/rank_runner.hpp"
+
+namespace cuboid::cpu {
+namespace {
+
+// Gradient element from the data-parallel replica that owns it (all own everything without ZeRO).
+Mat merge_owned(const std::vector<const Mat*>& grads, const std::vector<const Mat*>& owned) {
+    Mat out = *grads.front();
+    for (Eigen::Index i = 0; i < out.size(); ++i)
+        for (std::size_t r = 0; r < grads.size(); ++r)
+            if (owned[r]->data()[i] > 0.5) {
+                out.data()[i] = grads[r]->data()[i];
+                break;
+            }
+    return out;
+}
+
+std::vector<const Mat*> collect(const GptParams& p) {
+    std::vector<const Mat*> out;
+    for_each_param(p, [&](const ParamRef&, const Mat& m) { out.push_back(&m); });
+    return out;
+}
+
+// Whole-model gradients and weights from every rank's shards.
+void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa, bool cube,
+              const std::vector<RankOutcome>& ranks, Execution& ex) {
+    const bool mesh_split = atp_column_axis >= 0 || summa || cube;
+    std::vector<Mat*> grads, weights;
+    for_each_param(ex.grads, [&](const ParamRef&, Mat& m) { grads.push_back(&m); });
+    for_each_param(ex.weights, [&](const ParamRef&, Mat& m) { weights.push_back(&m); });
+    std::vector<ParamRef> refs;
+    for_each_param(ex.grads, [&](const ParamRef& r, Mat&) { refs.push_back(r); });
+    for (int s = 0; s < l.pipeline; ++s)
+        for (int tp = 0; tp < l.tensor; ++tp) {
+            std::vector<std::vector<const Mat*>> g, o, w;
+            for (int dp = 0; dp < l.data; ++dp) {
+                const RankOutcome& r = ranks[l.rank(tp, dp, s)];
+                g.push_back(collect(r.grads));
+                o.push_back(collect(r.owned));
+                w.push_back(collect(r.weights));
+            }
+            for (std::size_t i = 0; i < refs.size(); ++i) {
+                if (w[0][i]->size() == 0) continue;  // not held by this stage
+                const bool atp = mesh_split && refs[i].block >= 0;
+                // 2d/3d: the final LayerNorm runs on hidden blocks; each device holds its block's gradient.
+                const bool norm_block = (summa || cube) && refs[i].block == kHeadBlock && refs[i].split == Split::Replicated;
+                if (refs[i].split == Split::Replicated && tp > 0 && !atp && !norm_block) continue;
+                std::vector<const Mat*> gi, oi;
+                for (int dp = 0; dp < l.data; ++dp) {
+                    gi.push_back(g[static_cast<std::size_t>(dp)][i]);
+                    oi.push_back(o[static_cast<std::size_t>(dp)][i]);
+                }
+                if (norm_block) {
+                    const int col = l.mesh_coord(tp, summa ? 0 : 2);
+                    const Eigen::Index n = d.hidden / l.tensor_mesh[0], c0 = n * col;
+                    grads[i]->middleCols(c0, n) = merge_owned(gi, oi).middleCols(c0, n);
+                    weights[i]->middleCols(c0, n) = w[0][i]->middleCols(c0, n);
+                    continue;
+                }
+                if (atp && cube) {
+                    const CubeCoord m{l.mesh_coord(tp, 0), l.mesh_coord(tp, 1), l.mesh_coord(tp, 2), l.tensor_mesh[0]};
+                    cube_place(refs[i], *grads[i], merge_owned(gi, oi), d, m);
+                    cube_place(refs[i], *weights[i], *w[0][i], d, m);
+                    continue;
+                }
+                if (atp) {  // blocks held by several devices are placed by each (they are equal)
+                    const auto a = static_cast<std::size_t>(summa ? 0 : atp_column_axis);
+                    const AtpCoord m{l.mesh_coord(tp, static_cast<int>(a)), l.tensor_mesh[a],
+                                     l.mesh_coord(tp, static_cast<int>(1 - a)), l.tensor_mesh[1 - a], summa};
+                    atp_place(refs[i], *grads[i], merge_owned(gi, oi), d, m);
+                    atp_place(refs[i], *weights[i], *w[0][i], d, m);
+                    continue;
+                }
+                place_shard(*grads[i], merge_owned(gi, oi), refs[i].split, d, tp, l.tensor);
+                place_shard(*weights[i], *w[0][i], refs[i].split, d, tp, l.tensor);
+            }
+        }
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+        if (l.stage_of(static_cast<std::uint32_t>(i)) == l.pipeline - 1 && l.tp_of(static_cast<std::uint32_t>(i)) == 0)
+            ex.loss += ranks[i].loss;
+    for (const RankOutcome& r : ranks) ex.recompute_diff = std::max(ex.recompute_diff, r.recompute_diff);
+}
+
+double relative(const Mat& got, const Mat& want) {
+    if (got.rows() != want.rows() || got.cols() != want.cols()) return INFINITY;
+    const double scale = std::max(want.cwiseAbs().maxCoeff(), 1e-300);
+    const double diff = (got - want).cwiseAbs().maxCoeff();
+    return std::isnan(diff) ? INFINITY : diff / scale;
+}
+
+}  // namespace
+
+Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgram& tp, const GptParams& params,
+                          const Batch& batch, const ExecutorOptions& options) {
+    const GptDims d = GptDims::of(sc.model);
+    if (d.vocab % l.tensor != 0) throw std::invalid_argument("CPU executor: vocabulary must divide by t");
+    if (static_cast<int>(batch.tokens.size()) != sc.training.global_batch)
+        throw std::invalid_argument("CPU executor: the batch must hold global_batch sequences");
+    Fabric fabric(tp.program.groups.size(), options.timeout);
+    RunContext ctx;
+    ctx.program = &tp.program;
+    ctx.tags = &tp.tags;
+    ctx.layout = &l;
+    ctx.dims = d;
+    ctx.batch = &batch;
+    ctx.codes = decode_labels(tp.program);
+    ctx.micro_batch = sc.training.micro_batch;
+    ctx.sp = sc.parallel.sequence_parallel && l.tensor > 1;
+    const TensorMesh mesh = tensor_mesh_of(sc);
+    if (mesh.own_program() && mesh.mode == TensorMode::Atp) ctx.atp_column_axis = mesh.column_axis();
+    // 2d keeps the activations between layers split over all t devices, which the embedding, the
+    // head and the pipeline see as the sequence-parallel layout (LayerDims::set_mesh).
+    ctx.summa = mesh.mode == TensorMode::TwoD && l.tensor > 1;
+    ctx.cube = mesh.mode == TensorMode::ThreeD && l.tensor > 1;
+    if (ctx.summa || ctx.cube) ctx.sp = true;
+    // overlap_chunks means sub-batches for Megatron's layer program only (ATP's chunks are untagged).
+    ctx.overlap_chunks = mesh.own_program() ? 1 : std::max(1, sc.parallel.overlap_chunks);
+    ctx.token_order = micro_batch_rows(ctx.micro_batch, d.seq, ctx.overlap_chunks, ctx.sp ? l.tensor : 1);
+    ctx.learning_rate = options.learning_rate;
+    ctx.fabric = &fabric;
+    const std::size_t n = tp.program.ranks.size();
+    std::vector<RankOutcome> outcomes(n);
+    std::vector<std::thread> threads;
+    for (std::uint32_t r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                RankRunner runner(ctx, r, params);
+                runner.run();
+                outcomes[r] = std::move(runner).outcome();
+            } catch (const std::exception& e) {
+                fabric.abort(e.what());
+            }
+        });
+    for (auto& t : threads) t.join();
+    Execution ex;
+    ex.grads = zeros_like(params);
+    ex.weights = zeros_like(params);
+    if (const auto why = fabric.abort_reason()) {
+        ex.error = *why;
+        return ex;
+    }
+    assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, outcomes, ex);
+    return ex;
+}
+
+Agreement compare(const Execution& run, const Reference& ref, const GptParams& params, double lr) {
+    Agreement a;
+    a.loss = std::abs(run.loss - ref.loss) / std::abs(ref.loss);
+    std::vector<const Mat*> got = collect(run.grads), want = collect(ref.grads), w = collect(run.weights),
+                            w0 = collect(params);
+    std::vector<ParamRef> refs;
+    for_each_param(params, [&](const ParamRef& r, const Mat&) { refs.push_back(r); });
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double e = relative(*got[i], *want[i]);
+        if (e > a.grads || (std::isinf(e) && !std::isinf(a.grads))) {
+            a.grads = e;
+            a.worst = std::string(refs[i].name) + " of block " + std::to_string(refs[i].block);
+        }
+        a.weights = std::max(a.weights, relative(*w[i], Mat(*w0[i] - lr * *want[i])));
+    }
+    return a;
+}
+
+}  // namespace cuboid::cpu

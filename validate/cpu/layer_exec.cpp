@@ -1,0 +1,195 @@
+// The kernels of one transformer layer on one tensor rank (Megatron 1d): QKV and FC1 split by
+// columns, projection and FC2 by rows, heads split over t; LayerNorm, bias-dropout-add and the
+// residual stream are whole (or the rank's rows under sequence parallelism).
+#include <cmath>
+#include <stdexcept>
+
+#include "validate/cpu/kernels.hpp"
+#include "validate/cpu/rank_runner.hpp"
+
+namespace cuboid::cpu {
+namespace {
+
+// What each forward kernel saves for the backward (Korthikanti et al.'s accounting, as
+// strategies/activation_memory.cpp allocates it): when the program's forward allocates nothing
+// for a kernel, the tensor is not kept and must be recomputed before the backward uses it.
+std::vector<Field> saved_by(LayerOp op) {
+    switch (op) {
+        case LayerOp::Ln1: return {Field::X};
+        case LayerOp::Qkv: return {Field::Ln1};
+        case LayerOp::Qk: return {Field::Q, Field::K};
+        case LayerOp::Softmax: return {Field::Probs};
+        case LayerOp::AttnDropout: return {Field::ProbsD};
+        case LayerOp::Av: return {Field::V};
+        case LayerOp::Proj: return {Field::Ctx};
+        case LayerOp::Ln2: return {Field::H1};
+        case LayerOp::Fc1: return {Field::Ln2};
+        case LayerOp::Act: return {Field::A1};
+        case LayerOp::Fc2: return {Field::G1};
+        default: return {};
+    }
+}
+
+Mat concat_columns(const Mat& a, const Mat& b, const Mat& c) {
+    Mat out(a.rows(), a.cols() + b.cols() + c.cols());
+    out << a, b, c;
+    return out;
+}
+
+}  // namespace
+
+void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const sim::Op& o) {
+    const Key key = layer_key(tag);
+    Cache& c = cache(key);
+    const LayerParams& w = out_.weights.layers.at(static_cast<std::size_t>(tag.layer));
+    const GptDims& d = ctx_.dims;
+    const int local = d.hidden / t();
+    const AttnShape a = attn_shape(std::get<2>(key));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim()));
+    const auto set = [&](Field f, Mat v) { put(c, key, f, std::move(v), phase); };
+    if (phase == Phase::Forward && o.memory_alloc.value == 0.0 && !summa_later_step(op, key))
+        for (Field f : saved_by(op)) unkept_[key].push_back(f);
+    if (summa() && summa_forward(op, key, phase)) return;
+    if (cube() && cube_forward(op, key)) return;
+    if (mesh() && atp_forward(op, key, phase)) return;
+    switch (op) {
+        case LayerOp::Ln1:
+            if (phase == Phase::Forward) c[Field::X] = piece(act_, act_in_, key, "layer input");
+            if (need(c, Field::X).rows() != region_rows() / k_) throw std::runtime_error("layer input has the wrong rows");
+            set(Field::Ln1, layer_norm(need(c, Field::X), w.ln1_g, w.ln1_b));
+            break;
+        case LayerOp::Qkv: {
+            const Mat qkv = add_bias(need(c, ctx_.sp ? Field::Ln1Full : Field::Ln1) * w.wqkv, w.bqkv);
+            set(Field::Q, qkv.middleCols(0, local));
+            set(Field::K, qkv.middleCols(local, local));
+            set(Field::V, qkv.middleCols(2 * local, local));
+            break;
+        }
+        case LayerOp::Qk: set(Field::Scores, attn_scores(need(c, Field::Q), attended(key, Field::K), a)); break;
+        case LayerOp::Softmax:
+            set(Field::Probs, causal_softmax(need(c, Field::Scores), scale, a.seq));
+            c.erase(Field::Scores);  // the backward uses the probabilities only
+            break;
+        case LayerOp::AttnDropout: set(Field::ProbsD, need(c, Field::Probs)); break;
+        case LayerOp::Av: set(Field::Ctx, attn_context(need(c, Field::ProbsD), attended(key, Field::V), a)); break;
+        case LayerOp::Proj: set(Field::ProjPartial, need(c, Field::Ctx) * w.wproj); break;
+        case LayerOp::Bda1:
+            set(Field::H1, need(c, Field::X) + add_bias(reduced(c, Field::ProjPartial, Field::ProjRed), w.bproj));
+            for (Field f : {Field::ProjPartial, Field::ProjRed, Field::Ln1Full}) c.erase(f);
+            break;
+        case LayerOp::Ln2: set(Field::Ln2, layer_norm(need(c, Field::H1), w.ln2_g, w.ln2_b)); break;
+        case LayerOp::Fc1: set(Field::A1, add_bias(need(c, ctx_.sp ? Field::Ln2Full : Field::Ln2) * w.w1, w.b1)); break;
+        case LayerOp::Act: set(Field::G1, gelu(need(c, Field::A1))); break;
+        case LayerOp::Fc2: set(Field::Fc2Partial, need(c, Field::G1) * w.w2); break;
+        case LayerOp::Bda2: {
+            Mat out = need(c, Field::H1) + add_bias(reduced(c, Field::Fc2Partial, Field::Fc2Red), w.b2);
+            for (Field f : {Field::Fc2Partial, Field::Fc2Red, Field::Ln2Full}) c.erase(f);
+            if (phase == Phase::Forward) {
+                join(act_, act_out_, {tag.micro, tag.layer + 1, std::get<2>(key)}, std::move(out));
+                drop_unkept(key);
+            }
+            break;
+        }
+        case LayerOp::Count: throw std::runtime_error("not a layer kernel");
+    }
+}
+
+void RankRunner::drop_unkept(const Key& key) {
+    Cache& c = cache(key);
+    for (Field f : unkept_[key]) {
+        const auto it = c.find(f);
+        if (it == c.end()) continue;
+        shadow_[{key, f}] = std::move(it->second);
+        c.erase(it);
+    }
+    unkept_.erase(key);
+}
+
+void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
+    const Key key = layer_key(tag);
+    Cache& c = cache(key);
+    const LayerParams& w = out_.weights.layers.at(static_cast<std::size_t>(tag.layer));
+    LayerParams& g = out_.grads.layers.at(static_cast<std::size_t>(tag.layer));
+    const GptDims& d = ctx_.dims;
+    const int local = d.hidden / t();
+    const AttnShape a = attn_shape(std::get<2>(key));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim()));
+    const bool sp = ctx_.sp;
+    if (summa() && summa_backward(op, wgrad, key)) return;
+    if (cube() && cube_backward(op, wgrad, key)) return;
+    if (mesh() && atp_backward(op, wgrad, key)) return;
+    switch (op) {
+        case LayerOp::Bda2:
+            c[Field::GOut] = piece(grad_, grad_in_, {tag.micro, tag.layer + 1, std::get<2>(key)}, "output gradient");
+            g.b2 += column_sums(c[Field::GOut]);
+            break;
+        case LayerOp::Fc2: {
+            const Mat& dy = need(c, sp ? Field::GOutFull : Field::GOut);
+            if (wgrad) g.w2 += need(c, Field::G1).transpose() * dy;
+            else c[Field::DG1] = dy * w.w2.transpose();
+            break;
+        }
+        case LayerOp::Act: c[Field::DA1] = gelu_backward(need(c, Field::A1), need(c, Field::DG1)); break;
+        case LayerOp::Fc1:
+            if (wgrad) {
+                g.w1 += need(c, sp ? Field::Ln2Regather : Field::Ln2).transpose() * need(c, Field::DA1);
+                g.b1 += column_sums(need(c, Field::DA1));
+            } else {
+                c[Field::DLn2Partial] = need(c, Field::DA1) * w.w1.transpose();
+            }
+            break;
+        case LayerOp::Ln2: {
+            const LnGrads l = layer_norm_backward(need(c, Field::H1), w.ln2_g, reduced(c, Field::DLn2Partial, Field::DLn2));
+            g.ln2_g += l.dg;
+            g.ln2_b += l.db;
+            c[Field::GH1] = need(c, Field::GOut) + l.dx;
+            break;
+        }
+        case LayerOp::Bda1:
+            c[Field::GProj] = need(c, Field::GH1);
+            g.bproj += column_sums(c[Field::GProj]);
+            break;
+        case LayerOp::Proj: {
+            const Mat& dy = need(c, sp ? Field::GProjFull : Field::GProj);
+            if (wgrad) g.wproj += need(c, Field::Ctx).transpose() * dy;
+            else c[Field::DCtx] = dy * w.wproj.transpose();
+            break;
+        }
+        case LayerOp::Av:
+            if (wgrad) set_key_grad(key, Field::DV, attn_dv(need(c, Field::ProbsD), need(c, Field::DCtx), a));
+            else c[Field::DProbsD] = attn_dprobs(need(c, Field::DCtx), attended(key, Field::V), a);
+            break;
+        case LayerOp::AttnDropout: c[Field::DProbs] = need(c, Field::DProbsD); break;
+        case LayerOp::Softmax:
+            c[Field::DScores] = causal_softmax_backward(need(c, Field::Probs), need(c, Field::DProbs), scale);
+            break;
+        case LayerOp::Qk:
+            if (wgrad) set_key_grad(key, Field::DK, attn_dk(need(c, Field::DScores), need(c, Field::Q), a));
+            else c[Field::DQ] = attn_dq(need(c, Field::DScores), attended(key, Field::K), a);
+            break;
+        case LayerOp::Qkv: {
+            const Mat dqkv = concat_columns(need(c, Field::DQ), need(c, Field::DK), need(c, Field::DV));
+            if (dqkv.cols() != 3 * local) throw std::runtime_error("QKV gradient has the wrong width");
+            if (wgrad) {
+                g.wqkv += need(c, sp ? Field::Ln1Regather : Field::Ln1).transpose() * dqkv;
+                g.bqkv += column_sums(dqkv);
+            } else {
+                c[Field::DLn1Partial] = dqkv * w.wqkv.transpose();
+            }
+            break;
+        }
+        case LayerOp::Ln1: {
+            const LnGrads l = layer_norm_backward(need(c, Field::X), w.ln1_g, reduced(c, Field::DLn1Partial, Field::DLn1));
+            g.ln1_g += l.dg;
+            g.ln1_b += l.db;
+            const bool whole = join(grad_, grad_out_, key, need(c, Field::GH1) + l.dx);
+            caches_.erase(key);  // the layer's (sub-)batch is done: nothing may use it again
+            for (auto it = shadow_.begin(); it != shadow_.end();) it = it->first.first == key ? shadow_.erase(it) : std::next(it);
+            if (whole) finish_block(tag.layer);
+            break;
+        }
+        case LayerOp::Count: throw std::runtime_error("not a layer kernel");
+    }
+}
+
+}  // namespace cuboid::cpu

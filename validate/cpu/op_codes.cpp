@@ -1,0 +1,57 @@
+#include "validate/cpu/op_codes.hpp"
+
+#include <unordered_map>
+
+namespace cuboid::cpu {
+
+std::vector<OpCode> decode_labels(const sim::Program& program) {
+    // The builder's own label table, so names cannot drift apart.
+    sim::Program scratch;
+    const Labels l = intern_labels(scratch);
+    std::unordered_map<std::string, OpCode> table;
+    const auto add = [&](std::uint32_t label, OpCode c) { table.emplace(scratch.labels[label], c); };
+    for (int i = 0; i < kLayerOpCount; ++i) {
+        const auto op = static_cast<LayerOp>(i);
+        const auto k = static_cast<std::size_t>(i);
+        add(l.fwd[k], {Family::LayerKernel, Phase::Forward, op, false});
+        add(l.rec[k], {Family::LayerKernel, Phase::Recompute, op, false});
+        add(l.bwd[k], {Family::LayerKernel, Phase::Backward, op, false});
+        if (l.wgrad[k] != l.bwd[k]) add(l.wgrad[k], {Family::LayerKernel, Phase::Backward, op, true});
+    }
+    for (std::size_t ph = 0; ph < 3; ++ph)
+    {
+        for (std::size_t c = 0; c < 3; ++c) add(l.tp[ph][c], {Family::TpCollective, static_cast<Phase>(ph)});
+        add(l.tp_broadcast[ph], {Family::TpCollective, static_cast<Phase>(ph)});  // 2d's SUMMA steps
+    }
+    add(l.embed_f, {Family::Embed, Phase::Forward});
+    add(l.embed_b, {Family::Embed, Phase::Backward});
+    add(l.embed_dropout_f, {Family::EmbedDropout, Phase::Forward});
+    add(l.embed_dropout_b, {Family::EmbedDropout, Phase::Backward});
+    add(l.final_ln_f, {Family::FinalLn, Phase::Forward});
+    add(l.final_ln_b, {Family::FinalLn, Phase::Backward});
+    add(l.logits_f, {Family::Logits, Phase::Forward});
+    add(l.logits_dgrad, {Family::Logits, Phase::Backward});
+    add(l.logits_wgrad, {Family::Logits, Phase::Backward, LayerOp::Count, true});
+    add(l.xent_f, {Family::Xent, Phase::Forward});
+    add(l.xent_b, {Family::Xent, Phase::Backward});
+    add(l.xent_tp, {Family::XentReduce, Phase::Forward});
+    add(l.send_act, {Family::SendAct});
+    add(l.recv_act, {Family::RecvAct});
+    add(l.send_grad, {Family::SendGrad});
+    add(l.recv_grad, {Family::RecvGrad});
+    add(l.pp_gather, {Family::PpGather});
+    add(l.dp_allreduce, {Family::DpReduce});
+    add(l.dp_reduce_scatter, {Family::DpReduce});
+    add(l.dp_all_gather, {Family::DpGather});
+    add(l.optimizer, {Family::Optimizer});
+    add(l.tp_grad_sync, {Family::TpGradSync});
+    std::vector<OpCode> codes;
+    codes.reserve(program.labels.size());
+    for (const std::string& name : program.labels) {
+        const auto it = table.find(name);
+        codes.push_back(it == table.end() ? OpCode{} : it->second);
+    }
+    return codes;
+}
+
+}  // namespace cuboid::cpu

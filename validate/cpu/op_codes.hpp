@@ -1,0 +1,35 @@
+// What each program label means to the CPU executor: the label table of strategies/labels.hpp
+// mapped to families of work. A label outside the table (a new tensor mode's ops, say) is
+// Unknown and stops the run with its name, so the executor never silently skips work.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/program.hpp"
+#include "strategies/labels.hpp"
+
+namespace cuboid::cpu {
+
+enum class Family : std::uint8_t {
+    Unknown,
+    LayerKernel,   // F./R./B. + layer kernel (GEMMs: B.x.dgrad / B.x.wgrad)
+    TpCollective,  // F./R./B.tp.{allreduce, allgather, reducescatter}
+    Embed, EmbedDropout, FinalLn, Logits, Xent, XentReduce,
+    SendAct, RecvAct, SendGrad, RecvGrad, PpGather,
+    DpReduce, DpGather, Optimizer,
+    TpGradSync,    // tp.grad_allreduce: LayerNorm / bias gradients partial over a device's rows
+};
+
+struct OpCode {
+    Family family = Family::Unknown;
+    Phase phase = Phase::Forward;
+    LayerOp op = LayerOp::Count;  // LayerKernel only
+    bool wgrad = false;           // backward GEMMs: the weight-gradient half
+};
+
+// One code per label of `program`.
+std::vector<OpCode> decode_labels(const sim::Program& program);
+
+}  // namespace cuboid::cpu

@@ -1,0 +1,79 @@
+// A tiny GPT in double precision: its sizes, parameters, a batch of tokens, and how Megatron's 1d
+// tensor parallelism splits each parameter over t ranks. Shared by the single-device reference
+// and the CPU executor, so that both start from the same weights and inputs.
+//
+// The output matrix is untied from the input embedding: the program does not model the
+// first/last-stage all-reduce of tied embeddings (docs/strategies.md), so a tied model would
+// need an exchange the program does not contain.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "strategies/scenario.hpp"
+
+namespace cuboid::cpu {
+
+using Mat = Eigen::MatrixXd;  // activations are [tokens, features], one row per token
+
+struct GptDims {
+    int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0;
+    int head_dim() const { return hidden / heads; }
+    static GptDims of(const ModelSpec& m);  // GPT style only (no SwiGLU, no grouped-query attention)
+};
+
+// Megatron 1d split of a parameter over the tensor group.
+enum class Split : std::uint8_t {
+    Replicated,  // LayerNorms, row-parallel biases, positions
+    Columns,     // column-parallel weight / bias (FC1, output layer)
+    Rows,        // row-parallel weight (projection, FC2) and the vocabulary-parallel embedding
+    QkvColumns,  // QKV: the rank's heads of each of Q, K and V
+};
+
+struct LayerParams {
+    Mat ln1_g, ln1_b, wqkv, bqkv, wproj, bproj, ln2_g, ln2_b, w1, b1, w2, b2;  // biases are 1 x n
+};
+
+// Parameters (or gradients) of a model, or the part of them one rank holds: empty matrices for
+// the parts it does not hold.
+struct GptParams {
+    Mat wemb, wpos;                  // [V, h], [s, h]
+    std::vector<LayerParams> layers;
+    Mat lnf_g, lnf_b, wout;          // [h, V]
+};
+
+// Block of parameters reduced together: a layer, the embedding (-1) or the head (-2).
+inline constexpr int kEmbeddingBlock = -1;
+inline constexpr int kHeadBlock = -2;
+
+struct ParamRef {
+    int block = 0;
+    const char* name = "";
+    Split split = Split::Replicated;
+};
+
+// Calls f(ref, matrix) for every parameter of every block in a fixed order.
+void for_each_param(GptParams& p, const std::function<void(const ParamRef&, Mat&)>& f);
+void for_each_param(const GptParams& p, const std::function<void(const ParamRef&, const Mat&)>& f);
+// Only the parameters of one block.
+void for_each_param_of(GptParams& p, int block, const std::function<void(const ParamRef&, Mat&)>& f);
+
+// Deterministic small random weights (LayerNorm scales near 1) from `seed`.
+GptParams init_params(const GptDims& d, std::uint64_t seed);
+// Same shapes, all zero.
+GptParams zeros_like(const GptParams& p);
+
+// Shard `full` of tensor rank `i` of `t`, and the inverse (writes the shard into `full`).
+Mat shard_of(const Mat& full, Split split, const GptDims& d, int i, int t);
+void place_shard(Mat& full, const Mat& shard, Split split, const GptDims& d, int i, int t);
+
+// The global batch: tokens[sequence][position] and the next-token targets.
+struct Batch {
+    std::vector<std::vector<int>> tokens, targets;
+};
+Batch make_batch(const GptDims& d, int sequences, std::uint64_t seed);
+
+}  // namespace cuboid::cpu

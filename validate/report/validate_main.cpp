@@ -1,0 +1,142 @@
+#include "validate/report/validate_main.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <boost/program_options.hpp>
+
+#include "hardware_models/errors.hpp"
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "validate/cuda/gpu_executor.hpp"
+#include "validate/cuda/plan_summary.hpp"
+#include "validate/report/comparison.hpp"
+#include "validate/report/prediction.hpp"
+
+namespace po = boost::program_options;
+
+namespace cuboid::validate {
+namespace {
+
+struct Request {
+    std::string scenario;
+    std::optional<std::string> profile, csv, json, measured, write_measured;
+    ExecutorOptions executor;
+    bool dry_run = false;
+    bool help = false;
+};
+
+po::options_description described(Request& r) {
+    po::options_description d("cuboid-validate SCENARIO.yaml [options]");
+    d.add_options()("help,h", po::bool_switch(&r.help), "this help")(
+        "profile", po::value<std::string>(), "calibrated hardware profile (overrides cluster.profile)")(
+        "iterations", po::value<int>(&r.executor.iterations)->default_value(20), "timed iterations (median)")(
+        "warmup", po::value<int>(&r.executor.warmup)->default_value(3), "untimed iterations first")(
+        "profiled", po::value<int>(&r.executor.profiled)->default_value(3), "iterations timed op by op")(
+        "bootstrap-dir", po::value<std::string>(&r.executor.bootstrap_dir), "shared folder for NCCL ids")(
+        "csv", po::value<std::string>(), "write the comparison as CSV")(
+        "json", po::value<std::string>(), "write the comparison as JSON")(
+        "measured", po::value<std::string>(), "compare with this measured JSON instead of running")(
+        "write-measured", po::value<std::string>(), "save what was measured as JSON")(
+        "dry-run", po::bool_switch(&r.dry_run), "print the execution plan; no GPU used");
+    return d;
+}
+
+std::optional<std::string> opt(const po::variables_map& vm, const char* key) {
+    if (!vm.count(key)) return std::nullopt;
+    return vm[key].as<std::string>();
+}
+
+Request parse(const std::vector<std::string>& args, std::ostream& out) {
+    Request r;
+    auto d = described(r);
+    po::options_description hidden;
+    hidden.add_options()("scenario", po::value<std::string>(&r.scenario));
+    po::options_description all;
+    all.add(d).add(hidden);
+    po::positional_options_description pos;
+    pos.add("scenario", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+    if (r.help) {
+        out << d << "\n";
+        return r;
+    }
+    if (r.scenario.empty()) throw InputError({"", 0, "SCENARIO"}, "give a scenario file");
+    if (r.executor.iterations < 1) throw InputError({"", 0, "--iterations"}, "must be at least 1");
+    r.profile = opt(vm, "profile");
+    r.csv = opt(vm, "csv");
+    r.json = opt(vm, "json");
+    r.measured = opt(vm, "measured");
+    r.write_measured = opt(vm, "write-measured");
+    return r;
+}
+
+std::ofstream open_output(const std::string& path, const char* option) {
+    std::ofstream f(path);
+    if (!f) throw InputError({path, 0, option}, "cannot write this file");
+    return f;
+}
+
+Scenario load(const Request& r) {
+    Scenario s = cli::load_scenario_file(r.scenario, cli::builtin_name_resolvers());
+    cli::check_complete(s);
+    if (r.profile) s.cluster.profile = std::filesystem::absolute(*r.profile).string();
+    return s;
+}
+
+int run(const Request& r, std::ostream& out, std::ostream& err) {
+    const Scenario s = load(r);
+    if (r.dry_run) {
+        const sim::Program program = scenario_program(s);
+        write_plan_summary(out, program, make_execution_plan(program));
+        return 0;
+    }
+    std::ofstream csv, json;  // opened before the run: a bad path costs no measurement
+    if (r.csv) csv = open_output(*r.csv, "--csv");
+    if (r.json) json = open_output(*r.json, "--json");
+    const Prediction p = predict(s);
+    Figures measured;
+    if (r.measured) {
+        measured = read_figures_file(*r.measured);
+    } else {
+        try {
+            measured = run_on_gpus(p.program, make_execution_plan(p.program), r.executor);
+        } catch (const NoGpuError& e) {
+            err << "cuboid-validate: no GPU: " << e.what()
+                << "\n(use --dry-run to see the execution plan, or --measured FILE to compare a saved run)\n";
+            return 1;
+        }
+        if (r.write_measured) open_output(*r.write_measured, "--write-measured") << to_json(measured).dump(2) << "\n";
+    }
+    const Comparison c = compare(p.figures, measured, p.tokens_per_iteration);
+    out << "scenario " << s.name << ": " << p.result.gpus << " GPUs predicted on " << p.figures.device
+        << ", measured on " << (measured.device.empty() ? "?" : measured.device) << " (" << measured.gpus << " GPUs)\n";
+    write_text(out, c);
+    if (csv.is_open()) write_csv(csv, c);
+    if (json.is_open()) json << comparison_json(c, s.name).dump(2) << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int validate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        const Request r = parse(args, out);
+        if (r.help) return 0;
+        return run(r, out, err);
+    } catch (const InputError& e) {
+        err << "cuboid-validate: error: " << e.what() << "\n";
+        return 2;
+    } catch (const po::error& e) {
+        err << "cuboid-validate: error: " << e.what() << "\n";
+        return 2;
+    } catch (const std::runtime_error& e) {  // CUDA, cuBLAS or NCCL failed during a measurement
+        err << "cuboid-validate: failed: " << e.what() << "\n";
+        return 3;
+    }
+}
+
+}  // namespace cuboid::validate
