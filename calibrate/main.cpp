@@ -157,7 +157,8 @@ int calibrate_mpi(const Options& o, int* argc, char*** argv) {
             write_result(o, m, meta, t0);
         }
     } catch (const std::exception& e) {
-        std::cerr << "cuboid-calibrate: rank " << me.rank << ": " << e.what() << "\n";
+        // One write, so that the ranks' messages do not interleave mid-line.
+        std::cerr << ("cuboid-calibrate: rank " + std::to_string(me.rank) + ": " + e.what() + "\n") << std::flush;
         mpi_abort(1);
     }
     mpi_finish();

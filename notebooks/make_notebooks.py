@@ -130,7 +130,57 @@ fig.tight_layout()
 fig.savefig(FIGURES / "whatif_comparison.png", dpi=80)'''),
 ]
 
-for name, cells in (("sweep_heatmap", HEATMAP), ("iteration_timeline", TIMELINE), ("whatif_comparison", WHATIF)):
+VALIDATION = [
+    new_markdown_cell("# Predicted against measured\n\n"
+                      "Every measured run cuboid is checked against, on one plot: the published multi-node "
+                      "measurements of vTrain (109 runs of GPT 3.6B to 175B on 64 to 512 A100, "
+                      "`validate/data/vtrain/`), predicted by `cuboid-published-check`, and the runs measured "
+                      "on your own GPUs by `cuboid-validate --json` and saved under `validate/results/` "
+                      "(none ship yet). Points on the diagonal are exact; the dashed lines are +-15 %."),
+    new_code_cell(SETUP + '''
+CHECK = os.environ.get("CUBOID_PUBLISHED_CHECK", str(Path(CUBOID).parent / "cuboid-published-check"))'''),
+    new_code_cell('''csv = WORK / "published.csv"
+p = subprocess.run([CHECK, "--only", "vtrain", "--csv", str(csv), "--data", str(ROOT / "validate" / "data"),
+                    "--scenarios", str(ROOT / "scenarios")], capture_output=True, text=True)
+if p.returncode != 0:
+    raise RuntimeError(p.stderr)
+published = pd.read_csv(csv)
+published["error_pct"] = 100 * published["relative_error"]
+published.groupby("model")["error_pct"].describe()[["count", "mean", "min", "max"]]'''),
+    new_code_cell('''# cuboid-validate comparisons (JSON written with --json), if any were measured.
+own = []
+for f in sorted((ROOT / "validate" / "results").glob("**/*.json")):
+    doc = json.loads(f.read_text())
+    for row in doc.get("rows", []) if isinstance(doc, dict) else []:
+        if row.get("metric") == "iteration time" and row.get("measured"):
+            own.append({"run": doc.get("scenario", f.stem), "predicted_s": row["predicted"],
+                        "measured_s": row["measured"]})
+own = pd.DataFrame(own, columns=["run", "predicted_s", "measured_s"])
+print(f"{len(own)} run(s) measured with cuboid-validate" if len(own) else
+      "no cuboid-validate measurements in validate/results/ yet")'''),
+    new_code_cell('''fig, ax = plt.subplots(figsize=(5.5, 5))
+for model, rows in published.groupby("model", sort=False):
+    ax.scatter(rows["measured_s"], rows["predicted_s"], s=14, label=f"vTrain {model}")
+if len(own):
+    ax.scatter(own["measured_s"], own["predicted_s"], marker="*", s=90, color="k", label="cuboid-validate")
+lo = 0.8 * min(published["measured_s"].min(), published["predicted_s"].min())
+hi = 1.2 * max(published["measured_s"].max(), published["predicted_s"].max())
+line = [lo, hi]
+ax.plot(line, line, color="0.3", lw=1)
+ax.plot(line, [v * 1.15 for v in line], "--", color="0.6", lw=1)
+ax.plot(line, [v * 0.85 for v in line], "--", color="0.6", lw=1)
+ax.set_xscale("log"); ax.set_yscale("log")
+ax.set_xlim(lo, hi); ax.set_ylim(lo, hi)
+ax.set_xlabel("measured iteration time (s)"); ax.set_ylabel("predicted iteration time (s)")
+mape = published["error_pct"].abs().mean()
+ax.set_title(f"predicted vs measured (vTrain MAPE {mape:.1f} %)")
+ax.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(FIGURES / "predicted_vs_measured.png", dpi=80)'''),
+]
+
+for name, cells in (("sweep_heatmap", HEATMAP), ("iteration_timeline", TIMELINE), ("whatif_comparison", WHATIF),
+                    ("predicted_vs_measured", VALIDATION)):
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                             "language": "python"}})
     nbformat.write(nb, HERE / f"{name}.ipynb")

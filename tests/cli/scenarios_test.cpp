@@ -7,6 +7,7 @@
 
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/search_config.hpp"
 #include "strategies/layout.hpp"
 
 using namespace cuboid;
@@ -20,7 +21,12 @@ TEST_CASE("every scenario in scenarios/ loads and validates", "[cli][scenarios]"
         // Studies are not scenarios: `cuboid whatif` reads them (tests/cli/whatif_study_test.cpp).
         if (entry.path().parent_path().filename() == "studies") continue;
         INFO(entry.path().string());
-        const Scenario s = cli::load_scenario_file(entry.path().string(), names);
+        // Search examples carry a `search:` section that only `cuboid search` reads.
+        const bool search = entry.path().parent_path().filename() == "search";
+        const cli::SearchScenario with_space =
+            search ? cli::load_search_scenario(entry.path().string(), names) : cli::SearchScenario{};
+        if (search) CHECK_NOTHROW(cli::search_space_of(with_space));
+        const Scenario s = search ? with_space.scenario : cli::load_scenario_file(entry.path().string(), names);
         CHECK_NOTHROW(cli::check_complete(s));
         CHECK_NOTHROW(validate_plan(s));
         ++count;
