@@ -5,6 +5,7 @@
 //   cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N]
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -106,7 +107,7 @@ void profile_point(const Scenario& s, const hw::Hardware& hardware, std::vector<
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const auto names = cli::builtin_name_resolvers();
     const Scenario base = cli::load_scenario_file(o.scenario, names);
@@ -139,4 +140,16 @@ int main(int argc, char** argv) {
                             "run_scenario total"};
     for (std::size_t k = 0; k < phases.size(); ++k) fmt::print("{:>30} {:>10.4f} s\n", labels[k], median(phases[k]));
     return 0;
+}
+
+int main(int argc, char** argv) {
+    try {
+        return bench_main(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr,
+                     "cuboid-bench-sweep: %s\nusage: cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] "
+                     "[--profile-points N]\n",
+                     e.what());
+        return 2;
+    }
 }

@@ -1,0 +1,133 @@
+// A program with one op removed, or sent to the wrong group or sub-batch, must fail the check:
+// the CPU executor's agreement with the reference is what proves each op necessary.
+#include "tests/validate/cpu_executor_cases.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cpu;
+using namespace cuboid::cpu::cases;
+
+TEST_CASE("overlap chunks fail the check when sub-batches are not tagged", "[cpu_executor]") {
+    const Scenario sc = scenario_of(overlapped(2, 1, 2, false));
+    TaggedProgram tp = build(sc);
+    const auto& tags = tp.tags[0];
+    REQUIRE(std::any_of(tags.begin(), tags.end(), [](const OpTag& t) { return t.sub_chunk == 1; }));
+    for (OpTag& tag : tp.tags[0]) tag.sub_chunk = tag.sub_chunk >= 0 ? 0 : -1;  // every op on sub-batch 0
+    const Outcome o = execute(sc, tp);
+    REQUIRE_FALSE(o.run.ok());
+    INFO(o.run.error);
+    CHECK(o.run.error.find("layer input") != std::string::npos);  // sub-batch 0 takes its rows twice
+}
+
+TEST_CASE("overlap chunks fail the check when a reduction carries another sub-batch's rows", "[cpu_executor]") {
+    const Scenario sc = scenario_of(overlapped(2, 1, 2, false));
+    TaggedProgram tp = build(sc);
+    // The projection all-reduces of layer 0's two sub-batches; the second is made to depend on the
+    // first sub-batch's projection, so sub-batch 1 never receives its sum.
+    sim::OpList& ol = tp.program.op_lists[0];
+    std::vector<std::uint32_t> reductions;
+    for (std::uint32_t i = 0; i < ol.ops.size() && reductions.size() < 2; ++i)
+        if (tp.program.labels[ol.ops[i].label] == "F.tp.allreduce" && tp.tags[0][i].layer == 0) reductions.push_back(i);
+    REQUIRE(reductions.size() == 2);
+    REQUIRE(tp.tags[0][reductions[1]].sub_chunk == 1);
+    REQUIRE(ol.ops[reductions[1]].dep_count == 1);
+    ol.deps[ol.ops[reductions[1]].first_dep] = ol.deps[ol.ops[reductions[0]].first_dep];
+    const Outcome o = execute(sc, tp);
+    REQUIRE_FALSE(o.run.ok());
+    INFO(o.run.error);
+    CHECK(o.run.error.find("ProjRed") != std::string::npos);
+}
+
+TEST_CASE("tensor modes fail the check when a mesh collective is missing", "[cpu_executor]") {
+    {  // ATP: the first layer's LayerNorm statistic all-reduce over the hidden axis
+        const Scenario sc = scenario_of(atp(1, 1, AtpOrder::ColumnFirst));
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 0, first_op(tp, 0, "F.tp.allreduce", true));
+        const Outcome o = execute(sc, tp);
+        REQUIRE_FALSE(o.run.ok());
+        INFO(o.run.error);
+        CHECK(o.run.error.find("needs Ln1") != std::string::npos);  // normalised only once the totals arrive
+    }
+    {  // 2d: the first SUMMA broadcast of the first layer's QKV input
+        const Scenario sc = scenario_of(two_d(1, 1));
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 0, first_op(tp, 0, "F.tp.broadcast", true));
+        const Outcome o = execute(sc, tp);
+        REQUIRE_FALSE(o.run.ok());
+        INFO(o.run.error);
+        CHECK(o.run.error.find("broadcast") != std::string::npos);
+    }
+}
+
+TEST_CASE("the check fails when a collective is missing", "[cpu_executor]") {
+    const Scenario sc = scenario_of(Case{2, 1, 1});
+    TaggedProgram tp = build(sc);
+    erase_op(tp, 0, first_op(tp, 0, "F.tp.allreduce", true));  // the first layer's projection all-reduce
+    const Outcome o = execute(sc, tp);
+    REQUIRE_FALSE(o.run.ok());
+    INFO(o.run.error);
+    CHECK(o.run.error.find("ProjRed") != std::string::npos);
+}
+
+TEST_CASE("the check fails when a recomputation is missing", "[cpu_executor]") {
+    const Scenario sc = scenario_of(Case{1, 1, 1, Schedule::OneFOneB, Recompute::Selective});
+    TaggedProgram tp = build(sc);
+    erase_op(tp, 0, first_op(tp, 0, "R.softmax"));
+    const Outcome o = execute(sc, tp);
+    REQUIRE_FALSE(o.run.ok());
+    CHECK(o.run.error.find("Probs") != std::string::npos);
+}
+
+TEST_CASE("the check fails when a gradient reduction uses the wrong group", "[cpu_executor]") {
+    const Scenario sc = scenario_of(Case{1, 1, 2});
+    TaggedProgram tp = build(sc);
+    // With t = 1 the tensor group is the rank alone: the replicas' gradients are never summed.
+    tp.program.op_lists[0].ops[first_op(tp, 0, "dp.allreduce")].group_slot = slot::kTensor;
+    const Outcome o = execute(sc, tp);
+    REQUIRE(o.run.ok());
+    CHECK(o.agreement.grads > 1e-2);
+}
+
+TEST_CASE("the check fails when a pipeline message is lost", "[cpu_executor]") {
+    const Scenario sc = scenario_of(Case{1, 2, 1});
+    TaggedProgram tp = build(sc);
+    erase_op(tp, 0, first_op(tp, 0, "pp.send_act"));
+    Outcome o;
+    {
+        const Layout l = validate_plan(sc);
+        const GptDims d = GptDims::of(sc.model);
+        ExecutorOptions opt;
+        opt.timeout = std::chrono::milliseconds(300);  // the receiver waits forever: a deadlock
+        o.run = execute_program(sc, l, tp, init_params(d, 7), make_batch(d, sc.training.global_batch, 11), opt);
+    }
+    REQUIRE_FALSE(o.run.ok());
+}
+
+TEST_CASE("the check fails without the all-reduce of the row-partial gradients", "[cpu_executor]") {
+    const auto fails = [](const Outcome& o) {
+        REQUIRE(o.run.ok());
+        INFO("worst gradient: " << o.agreement.worst);
+        CHECK(o.agreement.grads > 1e-2);
+    };
+    fails(without_op(sequence_parallel(), "tp.grad_allreduce"));
+    fails(without_op(two_d(1, 1), "tp.grad_allreduce"));
+    fails(without_op(three_d(), "tp.grad_allreduce"));     // hidden-block bucket over axis 0
+    fails(without_op(three_d(), "tp.grad_allreduce", 2));  // QKV / FC1 biases over axis 1
+}
+
+TEST_CASE("the check fails without the gathers and statistics of the model's ends", "[cpu_executor]") {
+    const auto stops = [](const Outcome& o, const std::string& what) {
+        REQUIRE_FALSE(o.run.ok());
+        INFO(o.run.error);
+        CHECK(o.run.error.find(what) != std::string::npos);
+    };
+    // Sequence parallelism: the logits weight gradient needs the final LayerNorm output gathered again.
+    stops(without_op(sequence_parallel(), "B.tp.allgather"), "needs LnfFull");
+    // 2d and 3d: the final LayerNorm normalises its block only once the row statistics are summed.
+    stops(without_op(two_d(1, 1), "F.tp.allreduce"), "needs Lnf");
+    stops(without_op(three_d(), "F.tp.allreduce"), "needs Lnf");
+    // ... and its input gradient once the gradient's row sums are.
+    stops(without_op(two_d(1, 1), "B.tp.allreduce"), "output gradient at layer position 4");
+    // ATP: the head and the embedding need the whole hidden size.
+    stops(without_op(atp(1, 1, AtpOrder::ColumnFirst), "F.tp.allgather"), "final LayerNorm input not gathered");
+    stops(without_op(atp(1, 1, AtpOrder::ColumnFirst), "B.tp.allgather"), "embedding gradient not gathered");
+}
