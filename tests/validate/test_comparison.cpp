@@ -152,5 +152,5 @@ TEST_CASE("measured intervals are charged as the simulator charges its breakdown
     CHECK(t.dp_comm_exposed_s == Approx(0.5));  // [3,3.5]: only data in flight
     CHECK(t.pp_comm_exposed_s == 0.0);
     CHECK(t.bubble_s == Approx(0.0));
-    CHECK(t.compute_s + t.recompute_s + t.exposed_comm_s() + t.bubble_s == Approx(4.5));
+    CHECK(t.compute_s + t.recompute_s + exposed_comm_s(t) + t.bubble_s == Approx(4.5));
 }

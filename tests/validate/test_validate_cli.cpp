@@ -2,6 +2,8 @@
 // plan, and a run without --measured on a machine without GPU says so with status 1.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -57,4 +59,25 @@ TEST_CASE("--dry-run needs no GPU; a real run without one exits with status 1") 
     // status known.
     if (!gpu_executor_available()) CHECK(validate_main({f.scenario.string()}, out, err) == 1);
     CHECK(validate_main({f.scenario.string(), "--measured", (f.dir / "missing.json").string()}, out, err) == 2);
+}
+
+TEST_CASE("--timeout below one second is refused before anything runs") {
+    const Files f;
+    std::ostringstream out, err;
+    CHECK(validate_main({f.scenario.string(), "--timeout", "0"}, out, err) == 2);
+    CHECK(err.str().find("--timeout") != std::string::npos);
+}
+
+TEST_CASE("started by an MPI launcher, a build that cannot run under MPI says so with status 2") {
+    // The launcher's variable is all cuboid-validate looks at; with MPI built in, a real MPI job
+    // would be needed instead (the CTest validate_mpi_no_gpu), so only a build without it checks.
+    if (mpi_executor_available()) return;
+    const Files f;
+    std::ostringstream out, err;
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    const int rc = validate_main({f.scenario.string()}, out, err);
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    CHECK(rc == 2);
+    CHECK(err.str().find("MPI launcher") != std::string::npos);
+    CHECK(out.str().empty());
 }

@@ -12,7 +12,8 @@ void nccl_check(ncclResult_t r, const char* call) {
     if (r != ncclSuccess) throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(r));
 }
 
-ncclUniqueId FileBootstrap::id(std::uint32_t key, bool root) const {
+ncclUniqueId FileBootstrap::id(std::uint32_t key, const std::vector<std::uint32_t>& members, std::uint32_t me) const {
+    const bool root = members.at(0) == me;
     const std::filesystem::path file = std::filesystem::path(dir_) / ("comm-" + std::to_string(key) + ".id");
     ncclUniqueId id{};
     if (root) {
@@ -42,13 +43,13 @@ Communicators::~Communicators() {
     for (ncclComm_t c : comms_) ncclCommDestroy(c);
 }
 
-void Communicators::create(const FileBootstrap& boot, std::uint32_t key, const std::vector<std::uint32_t>& members,
+void Communicators::create(const Bootstrap& boot, std::uint32_t key, const std::vector<std::uint32_t>& members,
                            std::uint32_t me) {
     int position = -1;
     for (std::size_t i = 0; i < members.size(); ++i)
         if (members[i] == me) position = static_cast<int>(i);
     if (position < 0) throw std::logic_error("a rank creates a communicator it is not a member of");
-    const ncclUniqueId id = boot.id(key, position == 0);
+    const ncclUniqueId id = boot.id(key, members, me);
     ncclComm_t comm = nullptr;
     CUBOID_NCCL(ncclCommInitRank(&comm, static_cast<int>(members.size()), id, position));
     comms_.push_back(comm);

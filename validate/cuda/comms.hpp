@@ -17,14 +17,23 @@ namespace cuboid::validate::gpu {
 void nccl_check(ncclResult_t r, const char* call);
 #define CUBOID_NCCL(call) ::cuboid::validate::gpu::nccl_check((call), #call)
 
+// How the members of a group agree on its ncclUniqueId: the group's first member makes it and the
+// others receive it. `members` are program ranks in ring order, `members[0]` the first. Every rank
+// asks for its groups' ids in ascending key order.
+class Bootstrap {
+public:
+    virtual ~Bootstrap() = default;
+    virtual ncclUniqueId id(std::uint32_t key, const std::vector<std::uint32_t>& members, std::uint32_t me) const = 0;
+};
+
 // Exchanges ncclUniqueIds through files in a folder every rank sees (one machine, or a shared file
 // system): the group's first rank writes `comm-<key>.id` (to a temporary name, then renamed, so a
 // reader never sees half a file); the others wait for it.
-class FileBootstrap {
+class FileBootstrap : public Bootstrap {
 public:
     explicit FileBootstrap(std::string dir, std::chrono::seconds timeout = std::chrono::seconds(300))
         : dir_(std::move(dir)), timeout_(timeout) {}
-    ncclUniqueId id(std::uint32_t key, bool root) const;
+    ncclUniqueId id(std::uint32_t key, const std::vector<std::uint32_t>& members, std::uint32_t me) const override;
 
 private:
     std::string dir_;
@@ -40,7 +49,7 @@ public:
     Communicators(const Communicators&) = delete;
     Communicators& operator=(const Communicators&) = delete;
     // `members` in ring order; `me` is this process's rank.
-    void create(const FileBootstrap& boot, std::uint32_t key, const std::vector<std::uint32_t>& members, std::uint32_t me);
+    void create(const Bootstrap& boot, std::uint32_t key, const std::vector<std::uint32_t>& members, std::uint32_t me);
     ncclComm_t at(std::size_t i) const { return comms_.at(i); }
 
 private:

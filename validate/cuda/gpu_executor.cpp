@@ -1,10 +1,10 @@
 // The built-in launcher: one process per rank on this machine's GPUs (rank r on device r), NCCL
-// bootstrapped through a folder of id files. The parent process never touches CUDA: a CUDA
-// context does not survive fork(), so the device count is asked by a short-lived child as well.
+// bootstrapped through a folder of id files, a watchdog on the ranks (--timeout). The parent
+// process never touches CUDA: a CUDA context does not survive fork(), so the device count is
+// asked by a short-lived child as well.
 #include "validate/cuda/gpu_executor.hpp"
 
 #include <cuda_runtime_api.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "validate/cuda/rank_runner.hpp"
+#include "validate/cuda/rank_wait.hpp"
 
 namespace cuboid::validate {
 namespace {
@@ -58,25 +59,15 @@ std::string make_dir(const std::string& wanted) {
     }
 }
 
-// Waits for every child; on the first failure the others are stopped (they would wait forever
-// for the failed rank in their next collective).
-void wait_all(std::vector<pid_t> children) {
-    std::string failed;
-    while (!children.empty()) {
-        int status = 0;
-        const pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) break;
-        const auto it = std::find(children.begin(), children.end(), pid);
-        if (it == children.end()) continue;
-        const auto rank = it - children.begin();
-        children.erase(it);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-        if (failed.empty()) {
-            failed = "rank process " + std::to_string(rank) + " failed";
-            for (pid_t other : children) kill(other, SIGTERM);
-        }
-    }
-    if (!failed.empty()) throw std::runtime_error(failed + " (its message is above)");
+// Every rank finished, or the job fails naming the rank that failed or the ones that hung.
+void wait_all(const std::vector<pid_t>& children, int timeout_s) {
+    const RankWaitOutcome w = wait_for_ranks(children, std::chrono::seconds(timeout_s));
+    if (w.first_failed)
+        throw std::runtime_error("rank process " + std::to_string(*w.first_failed) + " failed (its message is above)");
+    if (!w.unfinished.empty())
+        throw std::runtime_error(rank_list(w.unfinished) + " did not finish within --timeout " +
+                                 std::to_string(timeout_s) +
+                                 " s (killed): a hang (try NCCL_LAUNCH_MODE=GROUP), or raise --timeout");
 }
 
 }  // namespace
@@ -100,7 +91,7 @@ Figures run_on_gpus(const sim::Program& program, const ExecutionPlan& plan, cons
         if (pid == 0) rank_process(program, plan, static_cast<std::uint32_t>(r), dir, options);
         children.push_back(pid);
     }
-    wait_all(children);
+    wait_all(children, options.timeout_s);
     std::vector<RankMeasurement> measured;
     for (int r = 0; r < ranks; ++r) {
         std::ifstream in(fs::path(dir) / ("rank-" + std::to_string(r) + ".json"));

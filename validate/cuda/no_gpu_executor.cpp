@@ -11,4 +11,10 @@ Figures run_on_gpus(const sim::Program&, const ExecutionPlan&, const ExecutorOpt
                      "use --measured FILE or --dry-run, or rebuild with CUBOID_CUDA=ON");
 }
 
+bool mpi_executor_available() { return false; }
+
+std::optional<Figures> run_under_mpi(const sim::Program&, const ExecutionPlan&, const ExecutorOptions&) {
+    throw NoGpuError("this cuboid-validate was built without CUDA: it cannot run as an MPI rank");
+}
+
 }  // namespace cuboid::validate

@@ -69,7 +69,7 @@ MemoryKernel memory_kernel(sim::OpKind k) {
 
 class Runner {
 public:
-    Runner(const sim::Program& program, const ExecutionPlan& plan, std::uint32_t rank, const FileBootstrap& boot)
+    Runner(const sim::Program& program, const ExecutionPlan& plan, std::uint32_t rank, const Bootstrap& boot)
         : program_(program), rank_plan_(plan.ranks.at(rank)), list_(program.op_lists[rank_plan_.list]),
           plan_(plan.lists[rank_plan_.list]), resident_(plan_.resident_bytes), a_(plan_.gemm_a_bytes),
           b_(plan_.gemm_b_bytes), d_(plan_.gemm_d_bytes), in_(plan_.memory_op_bytes), out_(plan_.memory_op_bytes),
@@ -183,7 +183,7 @@ std::string device_name(int device) {
 }  // namespace
 
 RankMeasurement run_rank(const sim::Program& program, const ExecutionPlan& plan, std::uint32_t rank, int device,
-                         const FileBootstrap& boot, const ExecutorOptions& options) {
+                         const Bootstrap& boot, const ExecutorOptions& options) {
     CUBOID_CUDA(cudaSetDevice(device));
     RankMeasurement m;
     m.rank = rank;

@@ -13,6 +13,6 @@ namespace cuboid::validate::gpu {
 // (an event pair around every op). Every iteration starts with a one-element all-reduce over all
 // ranks, so that the ranks start together as a training step does after the previous one.
 RankMeasurement run_rank(const sim::Program& program, const ExecutionPlan& plan, std::uint32_t rank, int device,
-                         const FileBootstrap& boot, const ExecutorOptions& options);
+                         const Bootstrap& boot, const ExecutorOptions& options);
 
 }  // namespace cuboid::validate::gpu

@@ -11,18 +11,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strategies/run.hpp"
+
 namespace cuboid::validate {
 
-// Where one rank's iteration went (the simulator's breakdown, from measured op intervals).
-struct PartTimes {
-    double compute_s = 0.0;
-    double recompute_s = 0.0;
-    double tp_comm_exposed_s = 0.0;
-    double pp_comm_exposed_s = 0.0;
-    double dp_comm_exposed_s = 0.0;
-    double bubble_s = 0.0;
-    double exposed_comm_s() const { return tp_comm_exposed_s + pp_comm_exposed_s + dp_comm_exposed_s; }
-};
+// Where one rank's iteration went: the simulator's breakdown (strategies/run.hpp), here filled
+// from measured op intervals by the same rule.
+using PartTimes = Breakdown;
+
+inline double exposed_comm_s(const Breakdown& b) {
+    return b.tp_comm_exposed_s + b.pp_comm_exposed_s + b.dp_comm_exposed_s;
+}
 
 struct OpSample {
     std::uint32_t rank = 0;

@@ -85,8 +85,7 @@ Prediction predict(const Scenario& scenario) {
     f.gpus = r.gpus;
     f.iteration_time_s = r.iteration_time_s;
     f.peak_memory_bytes = r.peak_memory_bytes;
-    f.breakdown = {r.breakdown.compute_s,         r.breakdown.recompute_s,       r.breakdown.tp_comm_exposed_s,
-                   r.breakdown.pp_comm_exposed_s, r.breakdown.dp_comm_exposed_s, r.breakdown.bubble_s};
+    f.breakdown = r.breakdown;
     times.fill(f);
     p.tokens_per_iteration = r.tokens_per_s * r.iteration_time_s;
     return p;

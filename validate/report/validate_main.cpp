@@ -9,6 +9,7 @@
 #include "hardware_models/errors.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/sweep_mpi.hpp"
 #include "validate/cuda/gpu_executor.hpp"
 #include "validate/cuda/plan_summary.hpp"
 #include "validate/report/comparison.hpp"
@@ -35,6 +36,8 @@ po::options_description described(Request& r) {
         "warmup", po::value<int>(&r.executor.warmup)->default_value(3), "untimed iterations first")(
         "profiled", po::value<int>(&r.executor.profiled)->default_value(3), "iterations timed op by op")(
         "bootstrap-dir", po::value<std::string>(&r.executor.bootstrap_dir), "shared folder for NCCL ids")(
+        "timeout", po::value<int>(&r.executor.timeout_s)->default_value(600),
+        "seconds before unfinished ranks are killed (a hang): exit 3")(
         "csv", po::value<std::string>(), "write the comparison as CSV")(
         "json", po::value<std::string>(), "write the comparison as JSON")(
         "measured", po::value<std::string>(), "compare with this measured JSON instead of running")(
@@ -66,6 +69,7 @@ Request parse(const std::vector<std::string>& args, std::ostream& out) {
     }
     if (r.scenario.empty()) throw InputError({"", 0, "SCENARIO"}, "give a scenario file");
     if (r.executor.iterations < 1) throw InputError({"", 0, "--iterations"}, "must be at least 1");
+    if (r.executor.timeout_s < 1) throw InputError({"", 0, "--timeout"}, "must be at least 1 second");
     r.profile = opt(vm, "profile");
     r.csv = opt(vm, "csv");
     r.json = opt(vm, "json");
@@ -87,30 +91,15 @@ Scenario load(const Request& r) {
     return s;
 }
 
-int run(const Request& r, std::ostream& out, std::ostream& err) {
-    const Scenario s = load(r);
-    if (r.dry_run) {
-        const sim::Program program = scenario_program(s);
-        write_plan_summary(out, program, make_execution_plan(program));
-        return 0;
-    }
-    std::ofstream csv, json;  // opened before the run: a bad path costs no measurement
-    if (r.csv) csv = open_output(*r.csv, "--csv");
-    if (r.json) json = open_output(*r.json, "--json");
-    const Prediction p = predict(s);
-    Figures measured;
-    if (r.measured) {
-        measured = read_figures_file(*r.measured);
-    } else {
-        try {
-            measured = run_on_gpus(p.program, make_execution_plan(p.program), r.executor);
-        } catch (const NoGpuError& e) {
-            err << "cuboid-validate: no GPU: " << e.what()
-                << "\n(use --dry-run to see the execution plan, or --measured FILE to compare a saved run)\n";
-            return 1;
-        }
-        if (r.write_measured) open_output(*r.write_measured, "--write-measured") << to_json(measured).dump(2) << "\n";
-    }
+// Under mpirun, a rank other than 0 only measures: rank 0 predicts, gathers and reports.
+int run_worker_rank(const Request& r, const Scenario& s) {
+    const sim::Program program = scenario_program(s);
+    run_under_mpi(program, make_execution_plan(program), r.executor);
+    return 0;
+}
+
+int report(const Scenario& s, const Prediction& p, const Figures& measured, std::ostream& out,
+           std::ofstream& csv, std::ofstream& json) {
     const Comparison c = compare(p.figures, measured, p.tokens_per_iteration);
     out << "scenario " << s.name << ": " << p.result.gpus << " GPUs predicted on " << p.figures.device
         << ", measured on " << (measured.device.empty() ? "?" : measured.device) << " (" << measured.gpus << " GPUs)\n";
@@ -118,6 +107,42 @@ int run(const Request& r, std::ostream& out, std::ostream& err) {
     if (csv.is_open()) write_csv(csv, c);
     if (json.is_open()) json << comparison_json(c, s.name).dump(2) << "\n";
     return 0;
+}
+
+int run(const Request& r, std::ostream& out, std::ostream& err) {
+    const bool under_mpi = cli::launcher_world_size() > 1;
+    if (under_mpi && !mpi_executor_available()) {
+        err << "cuboid-validate: started by an MPI launcher (" << cli::launcher_world_size()
+            << " processes), but this build cannot run under MPI ("
+            << (gpu_executor_available() ? "no MPI library" : "no CUDA executor")
+            << " at configure time): install libopenmpi-dev (Debian) and rebuild, or run it without mpirun on one "
+               "node\n";
+        return 2;
+    }
+    if (under_mpi && cli::launcher_world_rank() != 0 && (r.dry_run || r.measured)) return 0;  // said by rank 0
+    const Scenario s = load(r);
+    if (r.dry_run) {
+        const sim::Program program = scenario_program(s);
+        write_plan_summary(out, program, make_execution_plan(program));
+        return 0;
+    }
+    if (under_mpi && !r.measured && cli::launcher_world_rank() != 0) return run_worker_rank(r, s);
+    std::ofstream csv, json;  // opened before the run: a bad path costs no measurement
+    if (r.csv) csv = open_output(*r.csv, "--csv");
+    if (r.json) json = open_output(*r.json, "--json");
+    const Prediction p = predict(s);
+    if (r.measured) return report(s, p, read_figures_file(*r.measured), out, csv, json);
+    Figures measured;
+    try {
+        const ExecutionPlan plan = make_execution_plan(p.program);
+        measured = under_mpi ? *run_under_mpi(p.program, plan, r.executor) : run_on_gpus(p.program, plan, r.executor);
+    } catch (const NoGpuError& e) {
+        err << "cuboid-validate: no GPU: " << e.what()
+            << "\n(use --dry-run to see the execution plan, or --measured FILE to compare a saved run)\n";
+        return 1;
+    }
+    if (r.write_measured) open_output(*r.write_measured, "--write-measured") << to_json(measured).dump(2) << "\n";
+    return report(s, p, measured, out, csv, json);
 }
 
 }  // namespace
