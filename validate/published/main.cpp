@@ -69,6 +69,7 @@ bool print_summary(const std::string& set, const Summary& s, double mape_limit, 
     fmt::print(", failed rows {}\n", s.failures);
     bool ok = s.failures == 0 && s.mape <= mape_limit && (worst_limit <= 0 || s.worst <= worst_limit);
     for (const auto& [group, rho] : s.spearman_by_group) {
+        if (std::isnan(rho)) continue;  // one configuration of this model: no order to compare
         fmt::print("  {:<12} Spearman {:.3f}", group, rho);
         if (spearman_limit > 0) {
             fmt::print(" (target >= {:.1f})", spearman_limit);
