@@ -160,19 +160,28 @@ void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes b
 }
 
 CollectivePlanner::CollectivePlanner(const CollectiveModel& model, const sim::Program& program)
-    : model_(model), program_(program), by_group_(program.groups.size()) {}
+    : model_(model), program_(program), by_group_(program.groups.size()), last_(program.groups.size()) {}
 
 const sim::TransferPlan& CollectivePlanner::plan(const sim::TransferRequest& r) {
     using K = sim::OpKind;
     const K kind = r.kind == K::Recv ? K::Send : r.kind;  // both halves of a pair name one transfer
     const bool sourced = kind == K::Send || kind == K::Broadcast;
     const std::uint32_t source = sourced ? r.source : 0u;
-    std::vector<Entry>& entries = by_group_.at(r.group);
+    Last& last = last_.at(r.group);
+    if (last.plan && last.kind == kind && last.bytes == r.bytes.value && last.source == source) return *last.plan;
+    const sim::TransferPlan& found = lookup(r.group, kind, r.bytes.value, source, r);
+    last = {kind, source, r.bytes.value, &found};
+    return found;
+}
+
+const sim::TransferPlan& CollectivePlanner::lookup(std::uint32_t group, sim::OpKind kind, double bytes,
+                                                   std::uint32_t source, const sim::TransferRequest& r) {
+    std::vector<Entry>& entries = by_group_[group];
     for (const Entry& e : entries) {
-        if (e.kind == kind && e.bytes == r.bytes.value && e.source == source) return *e.plan;
+        if (e.kind == kind && e.bytes == bytes && e.source == source) return *e.plan;
     }
-    auto p = model_.plan(kind, r.bytes, program_.groups[r.group].ranks, r.source);
-    entries.push_back({kind, r.bytes.value, source, std::make_unique<sim::TransferPlan>(std::move(p.plan))});
+    auto p = model_.plan(kind, r.bytes, program_.groups[group].ranks, r.source);
+    entries.push_back({kind, bytes, source, std::make_unique<sim::TransferPlan>(std::move(p.plan))});
     return *entries.back().plan;
 }
 

@@ -143,16 +143,23 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     const auto& slots = R.index->streams[s];
     const StreamSlot& h = slots[head];
     std::int64_t t = now_.value - h.chain_time;
-    for (std::uint32_t p = head; p <= h.chain_last; ++p) {
-        const std::uint32_t op = slots[p].op;
-        const std::int64_t begin = t;
-        t += slots[p].duration;
-        result_.fingerprint += completion_digest(t, rank, op);
-        if (observe_) {
-            for (SimObserver* o : observers_) o->compute_started(rank, op, Time(begin));
+    if (observe_) {
+        for (std::uint32_t p = head; p <= h.chain_last; ++p) {
+            const std::uint32_t op = slots[p].op;
+            for (SimObserver* o : observers_) o->compute_started(rank, op, Time(t));
+            t += slots[p].duration;
             for (SimObserver* o : observers_) o->compute_finished(rank, op, Time(t));
         }
+        t = now_.value - h.chain_time;
     }
+    // Without observers the digest sum stays in a register across the chain (a virtual call
+    // would force it to memory on every op). The sum commutes, so reporting after is the same.
+    std::uint64_t digest = 0;
+    for (std::uint32_t p = head; p <= h.chain_last; ++p) {
+        t += slots[p].duration;
+        digest += completion_digest(t, rank, slots[p].op);
+    }
+    result_.fingerprint += digest;
     if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
     stream_advanced(rank, s, h.chain_last - head + 1);
 }

@@ -74,6 +74,7 @@ private:
     void end_phase(std::uint32_t transfer);
     void finish_transfer(std::uint32_t transfer);
     void schedule_completions();
+    void prefetch_ranks(std::span<const Rendezvous::Member> members, std::size_t from);
     [[noreturn]] void report_deadlock() const;
 
     const Program& program_;

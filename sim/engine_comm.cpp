@@ -1,4 +1,5 @@
 // Communication side of engine.hpp: posting, instance start, transfer phases and flows.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -41,11 +42,12 @@ void Engine::start_instance(std::uint32_t group) {
     T.group = group;
     T.phase = 0;
     T.flows_left = 0;
-    const auto& members = program_.groups[group].ranks;
+    const auto members = rendezvous_.members(group);
+    prefetch_ranks(members, offsetof(RankState, clock));
     for (std::uint32_t m = 0; m < members.size(); ++m) {
-        ranks_[members[m]].clock.comm_begins(T.ops[m].category, now_);
+        ranks_[members[m].rank].clock.comm_begins(T.ops[m].category, now_);
         if (observe_) {
-            for (SimObserver* obs : observers_) obs->comm_started(members[m], T.ops[m].op, now_);
+            for (SimObserver* obs : observers_) obs->comm_started(members[m].rank, T.ops[m].op, now_);
         }
     }
     const Time delay = T.plan->phases.empty() ? Time(0) : T.plan->phases.front().latency;
@@ -90,10 +92,10 @@ void Engine::end_phase(std::uint32_t id) {
 // The last phase ended: every member's op finishes now. Finishing may start new instances (and
 // grow transfers_), so the record is read by index and released only at the end.
 void Engine::finish_transfer(std::uint32_t id) {
-    const std::uint32_t group = transfers_[id].group;
-    const auto& members = program_.groups[group].ranks;
+    const auto members = rendezvous_.members(transfers_[id].group);
+    prefetch_ranks(members, 0);
     for (std::uint32_t m = 0; m < members.size(); ++m) {
-        const std::uint32_t rank = members[m];
+        const std::uint32_t rank = members[m].rank;
         const MemberOp mo = transfers_[id].ops[m];
         ranks_[rank].clock.comm_ends(mo.category, now_);
         if (observe_) {
@@ -103,6 +105,16 @@ void Engine::finish_transfer(std::uint32_t id) {
         stream_advanced(rank, mo.stream, 1);
     }
     free_transfers_.push_back(id);
+}
+
+// The members of a group are usually far apart in ranks_ (a data-parallel group strides over
+// whole pipelines): asking for all their states first overlaps the cache misses that visiting
+// them one by one would take in turn. `from` is the offset of the first field the caller reads.
+void Engine::prefetch_ranks(std::span<const Rendezvous::Member> members, std::size_t from) {
+    for (const Rendezvous::Member& m : members) {
+        const char* r = reinterpret_cast<const char*>(&ranks_[m.rank]);
+        for (std::size_t at = from; at < sizeof(RankState); at += 64) __builtin_prefetch(r + at);
+    }
 }
 
 void Engine::schedule_completions() {

@@ -90,13 +90,16 @@ private:
         std::uint64_t least = from.front().time;
         for (const Entry& e : from) least = e.time < least ? e.time : least;
         last_ = least;
+        // The bit mask is kept in a register: the appends could alias the member, and a store
+        // and reload of it per moved event would chain every iteration to the previous one.
+        std::uint64_t occupied = occupied_;
         for (const Entry& e : from) {
-            const int to = bucket_of(e.time);
+            const int to = static_cast<int>(std::bit_width(e.time ^ least));
             buckets_[to].push_back(e);
-            occupied_ |= std::uint64_t{1} << to;
+            occupied |= std::uint64_t{1} << to;
         }
         from.clear();
-        occupied_ &= ~(std::uint64_t{1} << b);
+        occupied_ = occupied & ~(std::uint64_t{1} << b);
     }
 
     // The earliest entry without moving anything: the first of the earliest time in the lowest

@@ -69,7 +69,10 @@ bool Rendezvous::post(std::uint32_t group, std::uint32_t member, const PostedOp&
     }
     const std::uint32_t i = ring_index(gs, k);
     Pending& p = ring_[gs.ring_base + i];
-    if (p.posted > 0) check_match(group, instance, p, member, posted);
+    // The common case, a match, is decided here; check_match() only builds the error message.
+    if (p.posted > 0 && !(posted.kind == partner_kind(p.first_kind) && same_bytes(posted.bytes, p.info.bytes))) {
+        check_match(group, instance, p, member, posted);
+    }
     if (posted.kind == OpKind::Send) p.info.source = group_members[member].rank;
     ops_[gs.ops_base + i * gs.members + member] = {posted.op, posted.stream, posted.category};
     return ++p.posted == gs.members && k == 0;

@@ -57,6 +57,18 @@ public:
     // Members of `group` that have posted fewer instances than the most eager one (diagnostics).
     std::vector<std::uint32_t> missing_members(std::uint32_t group) const;
 
+    // Per group member: instances posted, and the member's rank beside it, so that finding the
+    // sending rank of a pair or the root of a collective reads the line the post touches anyway.
+    struct Member {
+        std::uint32_t posted = 0;
+        std::uint32_t rank = 0;
+    };
+    // The members of `group` in ring order. Cheaper to reach than Program::groups (no pointer to
+    // follow, and just touched by the posts), and stable: the array never grows.
+    std::span<const Member> members(std::uint32_t group) const {
+        return {members_.data() + groups_[group].posted_base, groups_[group].members};
+    }
+
 private:
     struct Pending {
         std::uint32_t posted = 0;
@@ -88,12 +100,6 @@ private:
 
     const Program& program_;
     std::vector<GroupState> groups_;
-    // Per group member: instances posted, and the member's rank beside it, so that finding the
-    // sending rank of a pair or the root of a collective reads the line the post touches anyway.
-    struct Member {
-        std::uint32_t posted = 0;
-        std::uint32_t rank = 0;
-    };
     std::vector<Member> members_;
     std::vector<Pending> ring_;
     std::vector<MemberOp> ops_;

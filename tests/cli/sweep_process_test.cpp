@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,7 +29,8 @@ std::string slurp(const std::filesystem::path& p) {
 }
 
 Run shell(const std::string& command) {
-    const auto err_path = std::filesystem::temp_directory_path() / "cuboid-sweep-process.err";
+    const auto err_path = std::filesystem::temp_directory_path() /
+                          ("cuboid-sweep-process-" + std::to_string(getpid()) + ".err");
     const std::string full = command + " > /dev/null 2> '" + err_path.string() + "'";
     Run r;
     const int status = std::system(full.c_str());
@@ -38,7 +40,9 @@ Run shell(const std::string& command) {
 }
 
 std::string temp(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("cuboid-sweep-process-" + name)).string();
+    // Per process: CTest runs this executable twice at once (the [signal] and [mpi] cases).
+    return (std::filesystem::temp_directory_path() / ("cuboid-sweep-process-" + std::to_string(getpid()) + "-" + name))
+        .string();
 }
 
 // 16 points of 8-GPU plans of every status (tests/cli/sweep_command_test.cpp explains them).
