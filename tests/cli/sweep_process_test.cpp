@@ -126,15 +126,29 @@ TEST_CASE("a failing rank: its message, a non-zero exit, the gathered rows writt
 
 TEST_CASE("SIGINT stops a sweep: the rows so far, marked partial, exit 130", "[signal]") {
     // 20 copies of one 8-GPU plan (only the name differs) with 64 micro-batches each, so every
-    // point takes the same time (about 0.15 s here); a signal after 1 s finds points done and left.
+    // point takes the same time (about 0.15 s here); a signal 0.5 s into the sweep finds points
+    // done and left.
     const std::string file = temp("signal.yaml");
     std::ofstream(file) << "name: x\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n  nodes: 1\n"
                            "  gpus_per_node: 8\ntraining:\n  global_batch: 128\nparallel:\n  tensor: 4\n"
                            "  pipeline: 2\n  recompute: full\nsweep:\n  name: [p01, p02, p03, p04, p05, p06, p07, "
                            "p08, p09, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20]\n";
     const std::string csv = temp("int.csv");
-    const Run r = shell("timeout --preserve-status -s INT 1 " + kBinary + "sweep '" + file +
-                        "' --threads 1 --quiet --csv '" + csv + "'");
+    // The signal goes once the sweep has installed its handler (bit 2 of SigCgt, SIGINT, in
+    // /proc), then half a second later: a fixed delay from the start would, on a loaded machine,
+    // hit a process still starting (default action, nothing written).
+    const std::string script = temp("signal.sh");
+    std::ofstream(script) << kBinary << "sweep '" << file << "' --threads 1 --quiet --csv '" << csv << "' &\n"
+                          << "pid=$!\n"
+                          << "for i in $(seq 400); do\n"
+                          << "  mask=$(awk '/^SigCgt/ {print $2}' /proc/$pid/status 2>/dev/null)\n"
+                          << "  [ -n \"$mask\" ] && [ $(( 0x$mask & 2 )) -ne 0 ] && break\n"
+                          << "  sleep 0.05\n"
+                          << "done\n"
+                          << "sleep 0.5\n"
+                          << "kill -INT $pid\n"
+                          << "wait $pid\n";
+    const Run r = shell("sh '" + script + "'");
     CHECK(r.code == 130);  // 128 + SIGINT (2)
     CHECK(r.err.find("interrupted by SIGINT") != std::string::npos);
     const std::string text = slurp(csv);
