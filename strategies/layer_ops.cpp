@@ -38,17 +38,6 @@ double forward_bytes(const LayerContext& c, LayerOp op) {
     }
 }
 
-sim::OpKind memory_kind(LayerOp op) {
-    switch (op) {
-        case LayerOp::Ln1:
-        case LayerOp::Ln2: return OpKind::LayerNorm;
-        case LayerOp::Softmax: return OpKind::Softmax;
-        case LayerOp::AttnDropout: return OpKind::Dropout;
-        case LayerOp::Act: return OpKind::Activation;
-        default: return OpKind::Elementwise;
-    }
-}
-
 const sim::GemmShape& forward_gemm(const LayerContext& c, LayerOp op) {
     switch (op) {
         case LayerOp::Qkv: return c.gemms.qkv;
@@ -228,6 +217,17 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
 }
 
 }  // namespace
+
+sim::OpKind memory_kind(LayerOp op) {
+    switch (op) {
+        case LayerOp::Ln1:
+        case LayerOp::Ln2: return sim::OpKind::LayerNorm;
+        case LayerOp::Softmax: return sim::OpKind::Softmax;
+        case LayerOp::AttnDropout: return sim::OpKind::Dropout;
+        case LayerOp::Act: return sim::OpKind::Activation;
+        default: return sim::OpKind::Elementwise;
+    }
+}
 
 LayerContext LayerContext::make(const LayerDims& d, Recompute r, const Labels& labels) {
     LayerContext c;

@@ -39,6 +39,10 @@ struct LayerContext {
     bool tp() const { return dims.t > 1; }
 };
 
+// The op kind that prices a memory-bound kernel of the layer (LayerNorm, softmax, ...); the
+// tensor modes' layers use the same kinds.
+sim::OpKind memory_kind(LayerOp op);
+
 // The ordinary forward of one layer (stores what the recompute policy keeps).
 void emit_layer_forward(OpEmitter& e, const LayerContext& c);
 // The backward of one layer, preceded by its recomputation when the policy asks for it.

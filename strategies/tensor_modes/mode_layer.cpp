@@ -68,28 +68,17 @@ double kernel_bytes(const LayerContext& c, LayerOp op) {
     }
 }
 
-sim::OpKind kernel_kind(LayerOp op) {
-    switch (op) {
-        case LayerOp::Ln1:
-        case LayerOp::Ln2: return OpKind::LayerNorm;
-        case LayerOp::Softmax: return OpKind::Softmax;
-        case LayerOp::AttnDropout: return OpKind::Dropout;
-        case LayerOp::Act: return OpKind::Activation;
-        default: return OpKind::Elementwise;
-    }
-}
-
 std::uint32_t forward_kernel(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp op, double fraction) {
     const Labels& l = *c.labels;
     const std::uint32_t label = ph == Phase::Recompute ? l.rec[idx(op)] : l.fwd[idx(op)];
-    sim::Op o = memory_op(kernel_kind(op), label, kernel_bytes(c, op) * fraction, category(ph));
+    sim::Op o = memory_op(memory_kind(op), label, kernel_bytes(c, op) * fraction, category(ph));
     const PerLayerOp& alloc = ph == Phase::Recompute ? c.memory.recompute : c.memory.forward;
     o.memory_alloc = Bytes(alloc[idx(op)] * fraction);
     return e.compute(o);
 }
 
 void backward_kernel(OpEmitter& e, const LayerContext& c, LayerOp op, double fraction) {
-    sim::Op o = memory_op(kernel_kind(op), c.labels->bwd[idx(op)], 2.0 * kernel_bytes(c, op) * fraction, OpCategory::Compute);
+    sim::Op o = memory_op(memory_kind(op), c.labels->bwd[idx(op)], 2.0 * kernel_bytes(c, op) * fraction, OpCategory::Compute);
     o.memory_free = Bytes(freed(c, op) * fraction);
     e.compute(o);
 }
