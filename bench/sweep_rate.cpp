@@ -2,7 +2,9 @@
 // and 2 threads (medians of --repeat runs, each with a fresh hardware cache as a sweep starts
 // with), then where one point's time goes, phase by phase, on one thread.
 //
-//   cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N]
+//   cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N] [--no-fold]
+//
+// Points are simulated symmetry-folded, as `cuboid sweep` does (--no-fold: every rank).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include "strategies/cli/sweep_runner.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/program_symmetry.hpp"
 #include "strategies/run.hpp"
 
 namespace {
@@ -32,6 +35,7 @@ struct Options {
     int repeat = 3;
     std::vector<int> threads{1, 2};
     std::size_t profile_points = 4;
+    bool fold = true;
     bool help = false;
 };
 
@@ -49,6 +53,7 @@ Options parse(int argc, char** argv) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
         if (a == "--help" || a == "-h") o.help = true;
+        else if (a == "--no-fold") o.fold = false;
         else if (a.starts_with("-") && a != "--repeat" && a != "--profile-points" && a != "--threads")
             throw std::invalid_argument("unknown option '" + a + "'");
         if (a == "--repeat" && has_value) o.repeat = std::max(1, std::atoi(argv[++i]));
@@ -60,18 +65,19 @@ Options parse(int argc, char** argv) {
                 while (*p && *p != ',') ++p;
                 if (*p == ',') ++p;
             }
-        } else o.scenario = a;
+        } else if (a != "--no-fold") o.scenario = a;
     }
     return o;
 }
 
 // The whole sweep, as `cuboid sweep` runs it (hardware built once per cluster, every point).
-double sweep_seconds(const Scenario& base, const std::vector<cli::SweepPoint>& points, int threads,
+double sweep_seconds(const Scenario& base, const std::vector<cli::SweepPoint>& points, int threads, bool fold,
                      std::size_t& ok) {
     const hw::Catalog catalog = hw::Catalog::load_builtin();
     cli::HardwareCache cache(catalog);
     cli::SweepRunOptions options;
     options.threads = threads;
+    options.fold = fold;
     const auto t = Clock::now();
     const auto outcomes = cli::run_points(base, base.sweep, points, cli::builtin_name_resolvers(), cache, options);
     const double s = since(t);
@@ -84,7 +90,8 @@ double sweep_seconds(const Scenario& base, const std::vector<cli::SweepPoint>& p
 // One point's phases, in strategies/run.cpp's order, then the whole of run_scenario and
 // result_json in a second run of the same point. The two runs differ by the machine's noise, so
 // no "rest" is derived from their difference (it would be noise as often as cost).
-void profile_point(const Scenario& s, const hw::Hardware& hardware, std::vector<std::vector<double>>& phases) {
+void profile_point(const Scenario& s, const hw::Hardware& hardware, bool fold,
+                   std::vector<std::vector<double>>& phases) {
     auto t = Clock::now();
     const Layout layout = validate_plan(s);
     const auto checkpointed = checkpointed_layers(s, layout, BuildOptions{hardware.gpu().memory_capacity});
@@ -97,10 +104,14 @@ void profile_point(const Scenario& s, const hw::Hardware& hardware, std::vector<
     const auto planner = hardware.make_planner(program);
     const double plan = since(t);
     t = Clock::now();
-    const sim::SimResult result = sim::simulate(program, costs, hardware.links(), *planner);
+    sim::SimOptions sim_options;
+    sim_options.fold = fold;
+    if (fold) sim_options.fold_generators = symmetry_generators(layout, s.parallel.tensor_mode);
+    const sim::SimResult result = sim::simulate(program, costs, hardware.links(), *planner, {}, sim_options);
     const double simulate = since(t);
     RunOptions options;
     options.hardware = std::shared_ptr<const hw::Hardware>(&hardware, [](const hw::Hardware*) {});
+    options.fold = fold;
     t = Clock::now();
     const RunResult r = run_scenario(s, options);
     (void)cli::result_json(s, r);
@@ -123,7 +134,7 @@ static int bench_main(int argc, char** argv) {
     for (const int threads : o.threads) {
         std::vector<double> runs;
         std::size_t ok = 0;
-        for (int k = 0; k < o.repeat; ++k) runs.push_back(sweep_seconds(base, points, threads, ok));
+        for (int k = 0; k < o.repeat; ++k) runs.push_back(sweep_seconds(base, points, threads, o.fold, ok));
         const double s = median(runs);
         fmt::print("{:>8} {:>10} {:>12.2f} {:>14.3f} {:>16.1f}   (runs: {:.2f})\n", threads, points.size(), s,
                    points.size() / s, 60.0 * points.size() / s, fmt::join(runs, ", "));
@@ -137,7 +148,7 @@ static int bench_main(int argc, char** argv) {
     std::vector<std::vector<double>> phases(5);
     for (std::size_t i = 0; i < std::min(o.profile_points, points.size()); ++i) {
         const Scenario s = cli::point_scenario(base, base.sweep, points[i], names);
-        profile_point(s, *hardware, phases);
+        profile_point(s, *hardware, o.fold, phases);
     }
     fmt::print("\n# one point's phases (median over the first {} points, one thread); hardware model once per "
                "cluster: {:.3f} s\n", phases[0].size(), hardware_s);
@@ -148,7 +159,8 @@ static int bench_main(int argc, char** argv) {
 }
 
 constexpr const char* kUsage =
-    "usage: cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N]\n";
+    "usage: cuboid-bench-sweep [SCENARIO.yaml] [--repeat N] [--threads 1,2] [--profile-points N] [--no-fold]\n"
+    "  --no-fold: simulate every rank (default: symmetry-folded, as cuboid sweep)\n";
 
 int main(int argc, char** argv) {
     try {

@@ -164,6 +164,10 @@ void CollectiveModel::apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes b
 CollectivePlanner::CollectivePlanner(const CollectiveModel& model, const sim::Program& program)
     : model_(model), program_(program), by_group_(program.groups.size()), last_(program.groups.size()) {}
 
+std::optional<std::vector<sim::LinkId>> CollectivePlanner::route(std::uint32_t from, std::uint32_t to) {
+    return model_.topology().route(from, to);
+}
+
 const sim::TransferPlan& CollectivePlanner::plan(const sim::TransferRequest& r) {
     using K = sim::OpKind;
     const K kind = r.kind == K::Recv ? K::Send : r.kind;  // both halves of a pair name one transfer

@@ -25,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -100,6 +101,8 @@ class CollectivePlanner final : public sim::TransferPlanner {
 public:
     CollectivePlanner(const CollectiveModel& model, const sim::Program& program);
     const sim::TransferPlan& plan(const sim::TransferRequest& request) override;
+    // The topology's route (symmetry folding matches routes to map links onto links).
+    std::optional<std::vector<sim::LinkId>> route(std::uint32_t from, std::uint32_t to) override;
 
 private:
     // Plans of one group: a group issues few distinct (kind, size, source) requests, so a short

@@ -50,8 +50,18 @@ BytesPerSecond ComputeModel::memory_rate(sim::OpKind kind, Bytes bytes) const {
     return gpu_.memory_bandwidth * gpu_.memory_efficiency.at(bytes.value);
 }
 
+// A dispatch op issues the op after it; its category is that op's, so the communication
+// categories take the communication dispatch time.
+Time ComputeModel::host_dispatch(const sim::Op& op) const {
+    if (!profile_ || !profile_->host) return kTimeZero;
+    const bool comm = op.category == sim::OpCategory::TensorComm || op.category == sim::OpCategory::PipelineComm ||
+                      op.category == sim::OpCategory::DataComm;
+    return comm ? profile_->host->communication : profile_->host->compute;
+}
+
 Time ComputeModel::duration(const sim::Op& op) const {
     if (sim::is_communication(op.kind)) return kTimeZero;
+    if (op.kind == sim::OpKind::HostDispatch) return host_dispatch(op);
     const Time launch = profile_ && profile_->kernel_launch ? *profile_->kernel_launch : gpu_.kernel_launch;
     Time memory = kTimeZero;
     if (op.bytes.value > 0.0) memory = transfer_time(op.bytes, memory_rate(op.kind, op.bytes));

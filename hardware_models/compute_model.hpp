@@ -17,7 +17,8 @@
 // A precision the GPU has no peak for (fp8 before Hopper) is an InputError, not a silent fallback:
 // the training would not run on that GPU.
 // With a calibrated profile, measured GEMM rates and kernel bandwidths replace the curves where
-// they exist (hardware_models/profile.hpp).
+// they exist (hardware_models/profile.hpp), and its `host:` section prices the HostDispatch ops
+// (CPU time, no roofline: profile_host.hpp).
 #pragma once
 
 #include "hardware_models/gpu_spec.hpp"
@@ -35,6 +36,8 @@ public:
     ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile);
 
     Time duration(const sim::Op& op) const;
+    // Host time of a HostDispatch op (the profile's `host:` section; zero without one).
+    Time host_dispatch(const sim::Op& op) const;
 
     // Achieved rate of a GEMM op (catalog curve x shape, or the profile's measurement).
     FlopsPerSecond gemm_rate(const sim::Op& op) const;

@@ -110,6 +110,7 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
         for (const auto& item : m->items()) p.memory.push_back(parse_memory(item));
     if (auto c = root.find("collectives"))
         for (const auto& item : c->items()) p.collectives.push_back(parse_collective(item));
+    if (auto h = root.find("host")) p.host = parse_host_dispatch(*h);
     return p;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware_models/profile_host.hpp"
 #include "sim/program.hpp"
 #include "sim/units.hpp"
 
@@ -76,6 +77,8 @@ struct HardwareProfile {
     std::vector<BatchedGemmSample> batched_gemm;
     std::vector<MemorySample> memory;
     std::vector<CollectiveSample> collectives;
+    // Framework dispatch on the host (profile_host.hpp); none: the GPU never waits for its host.
+    std::optional<HostDispatchCosts> host;
 
     static HardwareProfile load(const std::string& path);
     static HardwareProfile parse(const std::string& text, const std::string& file);

@@ -9,15 +9,19 @@
 #include "sim/fingerprint.hpp"
 
 namespace cuboid::sim {
-Engine::Engine(const Program& program, const ProgramCosts& costs, std::span<const Link> links,
+Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<const Link> links,
                TransferPlanner& planner, std::span<SimObserver* const> observers, const SimOptions& options)
-    : program_(program),
+    : program_(input.program),
+      rank_programs_(input.ranks),
+      groups_(input.groups),
+      rank_keys_(input.rank_keys),
       costs_(costs),
       planner_(planner),
       observers_(observers),
       observe_(!observers.empty()),
       network_(links),
-      rendezvous_(program) {
+      rendezvous_(input.program, input.groups, input.ranks) {
+    const Program& program = input.program;
     if (costs.durations.size() != program.op_lists.size()) {
         throw std::logic_error("program costs: one duration list per op list expected");
     }
@@ -29,26 +33,30 @@ Engine::Engine(const Program& program, const ProgramCosts& costs, std::span<cons
 }
 
 void Engine::build_ranks() {
-    ranks_.resize(program_.ranks.size());
+    ranks_.resize(rank_programs_.size());
+    if (!rank_keys_.empty() && rank_keys_.size() != ranks_.size()) {
+        throw std::logic_error("engine: one fingerprint key per rank expected");
+    }
     for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-        const RankProgram& rp = program_.ranks[r];
+        const RankProgram& rp = rank_programs_[r];
         if (rp.op_list >= program_.op_lists.size()) {
             throw std::logic_error("rank " + std::to_string(r) + " names a missing op list");
         }
         RankState& R = ranks_[r];
         R.index = &indexes_[rp.op_list];
         R.list = &program_.op_lists[rp.op_list];
+        R.key = rank_keys_.empty() ? rank_key(r) : rank_keys_[r];
         R.remaining = static_cast<std::uint32_t>(R.list->ops.size());
         R.slot_base = static_cast<std::uint32_t>(slot_refs_.size());
         R.slot_count = static_cast<std::uint32_t>(rp.groups.size());
         for (const std::uint32_t g : rp.groups) {
-            if (g >= program_.groups.size()) throw std::logic_error("rank " + std::to_string(r) + " names a missing group");
+            if (g >= groups_.size()) throw std::logic_error("rank " + std::to_string(r) + " names a missing group");
             slot_refs_.push_back({g, kNotMember});
         }
     }
     // Member index of each rank in the groups its slots name.
-    for (std::uint32_t g = 0; g < program_.groups.size(); ++g) {
-        const auto& members = program_.groups[g].ranks;
+    for (std::uint32_t g = 0; g < groups_.size(); ++g) {
+        const auto& members = groups_[g].ranks;
         for (std::uint32_t m = 0; m < members.size(); ++m) {
             if (members[m] >= ranks_.size()) throw std::logic_error("group " + std::to_string(g) + " names a missing rank");
             const RankState& R = ranks_[members[m]];
@@ -214,12 +222,13 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     }
     // Without observers the digest sum stays in a register across the chain (a virtual call
     // would force it to memory on every op). The sum commutes, so reporting after is the same.
+    // Every digest of the chain has the rank's key as a factor (fingerprint.hpp): multiply once.
     std::uint64_t digest = 0;
     for (std::uint32_t p = head; p <= h.chain_last; ++p) {
         t += slots[p].duration;
-        digest += completion_digest(t, rank, slots[p].op);
+        digest += completion_mix(t, slots[p].op);
     }
-    result_.fingerprint += digest;
+    result_.fingerprint += digest * R.key;
     if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
     stream_advanced(rank, s, h.chain_last - head + 1);
 }

@@ -21,9 +21,21 @@
 
 namespace cuboid::sim {
 
+// What an engine runs: the op lists and labels of `program`, with ranks and groups that are the
+// program's own or those of a folded program (sim/fold.hpp), and the fingerprint key of each rank
+// (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys).
+struct EngineInput {
+    const Program& program;
+    std::span<const RankProgram> ranks;
+    std::span<const Group> groups;
+    std::span<const std::uint64_t> rank_keys;
+
+    static EngineInput whole(const Program& p) { return {p, p.ranks, p.groups, {}}; }
+};
+
 class Engine {
 public:
-    Engine(const Program& program, const ProgramCosts& costs, std::span<const Link> links, TransferPlanner& planner,
+    Engine(const EngineInput& input, const ProgramCosts& costs, std::span<const Link> links, TransferPlanner& planner,
            std::span<SimObserver* const> observers, const SimOptions& options);
     SimResult run();
 
@@ -50,6 +62,7 @@ private:
         std::uint32_t slot_count = 0;
         std::array<std::uint32_t, kMaxStreams> wait_count{};
         const OpList* list = nullptr;
+        std::uint64_t key = 0;  // fingerprint key (fingerprint.hpp)
         Time finish{0};
         BreakdownClock clock;
     };
@@ -87,6 +100,9 @@ private:
     [[noreturn]] void report_deadlock() const;
 
     const Program& program_;
+    std::span<const RankProgram> rank_programs_;
+    std::span<const Group> groups_;
+    std::span<const std::uint64_t> rank_keys_;
     const ProgramCosts& costs_;
     TransferPlanner& planner_;
     std::span<SimObserver* const> observers_;

@@ -101,7 +101,7 @@ void Engine::finish_transfer(std::uint32_t id) {
         if (observe_) {
             for (SimObserver* obs : observers_) obs->comm_finished(rank, mo.op, now_);
         }
-        result_.fingerprint += completion_digest(now_.value, rank, mo.op);
+        result_.fingerprint += completion_mix(now_.value, mo.op) * ranks_[rank].key;
         stream_advanced(rank, mo.stream, 1);
     }
     free_transfers_.push_back(id);

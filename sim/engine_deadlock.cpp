@@ -29,7 +29,7 @@ void Engine::report_deadlock() const {
                                  stream_name(static_cast<StreamId>(s)));
             if ((R.busy >> s) & 1U) {
                 const auto& slot = slot_refs_[R.slot_base + o.group_slot];
-                const Group& g = program_.groups[slot.group];
+                const Group& g = groups_[slot.group];
                 stuck += fmt::format(": posted on group '{}' (#{}), waiting for rank(s)", program_.labels.at(g.label),
                                      slot.group);
                 for (const std::uint32_t m : rendezvous_.missing_members(slot.group)) {

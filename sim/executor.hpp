@@ -43,6 +43,8 @@ struct SimResult {
     std::uint64_t events = 0;         // events taken from the queue
     std::uint64_t flows = 0;          // flows started on the network
     std::uint64_t fingerprint = 0;    // hash over (time, rank, op) of every op completion
+    bool folded = false;              // the run was symmetry-folded (SimOptions::fold)
+    double fold_factor = 1.0;         // ranks per simulated rank (1: every rank simulated)
 };
 
 // A program that cannot finish: ops wait for partners that never come.
@@ -55,6 +57,14 @@ struct SimOptions {
     // Run consecutive compute ops of a stream that nothing else waits on as one event. It changes
     // no time (they run back to back either way); observers still see every op.
     bool merge_compute_chains = true;
+    // Symmetry folding (docs/simulator.md, sim/fold.hpp): simulate one rank per orbit of ranks
+    // whose timelines are provably identical, on the quotient network. The caller proposes rank
+    // permutations (rank r -> generator[r]); sim verifies that each maps the program and the
+    // network onto themselves and falls back to the full simulation when any check fails, or when
+    // there are observers. Results are those of the full simulation; `events` counts the events
+    // actually taken.
+    bool fold = false;
+    std::vector<std::vector<std::uint32_t>> fold_generators;
 };
 
 SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<const Link> links,

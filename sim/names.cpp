@@ -14,6 +14,7 @@ std::string_view op_kind_name(OpKind kind) {
         case OpKind::Embedding: return "embedding";
         case OpKind::CrossEntropy: return "cross_entropy";
         case OpKind::Optimizer: return "optimizer";
+        case OpKind::HostDispatch: return "host_dispatch";
         case OpKind::AllReduce: return "all_reduce";
         case OpKind::AllGather: return "all_gather";
         case OpKind::ReduceScatter: return "reduce_scatter";
@@ -43,6 +44,7 @@ std::string_view stream_name(StreamId s) {
         case stream::kPipelineSend: return "pipeline-send";
         case stream::kPipelineRecv: return "pipeline-recv";
         case stream::kDataComm: return "data-comm";
+        case stream::kHost: return "host";
         default: return "stream";
     }
 }

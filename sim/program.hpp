@@ -32,6 +32,7 @@ enum class OpKind : std::uint8_t {
     Embedding,    // gather / scatter of rows
     CrossEntropy,
     Optimizer,    // Adam update over the local shard of parameters
+    HostDispatch, // the host thread issuing the next GPU op (framework + launch), on stream::kHost
     // Communication (priced by the collective planner as flows on the network).
     AllReduce,
     AllGather,
@@ -78,7 +79,8 @@ inline constexpr StreamId kTensorComm = 1;
 inline constexpr StreamId kPipelineSend = 2;
 inline constexpr StreamId kPipelineRecv = 3;
 inline constexpr StreamId kDataComm = 4;
-inline constexpr int kCount = 5;
+inline constexpr StreamId kHost = 5;  // the CPU thread that issues the GPU ops (HostDispatch)
+inline constexpr int kCount = 6;
 }  // namespace stream
 
 struct GemmShape {

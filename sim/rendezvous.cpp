@@ -31,21 +31,22 @@ bool same_bytes(Bytes a, Bytes b) {
 
 }  // namespace
 
-Rendezvous::Rendezvous(const Program& program) : program_(program), groups_(program.groups.size()) {
+Rendezvous::Rendezvous(const Program& program, std::span<const Group> groups, std::span<const RankProgram> ranks)
+    : program_(program), group_defs_(groups), rank_defs_(ranks), groups_(groups.size()) {
     std::size_t members = 0;
-    for (const Group& g : program.groups) members += g.ranks.size();
+    for (const Group& g : groups) members += g.ranks.size();
     members_.resize(members);
     ring_.resize(groups_.size() * kInitialRing);
     ops_.resize(members * kInitialRing);
     std::uint32_t next = 0;
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         GroupState& gs = groups_[g];
-        gs.members = static_cast<std::uint32_t>(program.groups[g].ranks.size());
+        gs.members = static_cast<std::uint32_t>(groups[g].ranks.size());
         gs.posted_base = next;
         gs.ring_base = static_cast<std::uint32_t>(g * kInitialRing);
         gs.ring_cap = kInitialRing;
         gs.ops_base = next * kInitialRing;
-        for (std::uint32_t m = 0; m < gs.members; ++m) members_[next + m].rank = program.groups[g].ranks[m];
+        for (std::uint32_t m = 0; m < gs.members; ++m) members_[next + m].rank = groups[g].ranks[m];
         next += gs.members;
     }
 }
@@ -121,8 +122,8 @@ std::vector<std::uint32_t> Rendezvous::missing_members(std::uint32_t group) cons
 }
 
 void Rendezvous::reject_pair(std::uint32_t group, std::uint32_t member, const PostedOp& posted) const {
-    const Group& g = program_.groups[group];
-    const Op& op = program_.op_lists[program_.ranks[g.ranks[member]].op_list].ops[posted.op];
+    const Group& g = group_defs_[group];
+    const Op& op = program_.op_lists[rank_defs_[g.ranks[member]].op_list].ops[posted.op];
     throw std::logic_error("send/recv op '" + program_.labels.at(op.label) + "' on group '" +
                            program_.labels.at(g.label) + "' of " + std::to_string(g.ranks.size()) +
                            " ranks: a pair needs exactly 2");
@@ -130,10 +131,10 @@ void Rendezvous::reject_pair(std::uint32_t group, std::uint32_t member, const Po
 
 void Rendezvous::check_match(std::uint32_t group, std::uint64_t instance, const Pending& p, std::uint32_t member,
                              const PostedOp& posted) const {
-    const Group& g = program_.groups[group];
+    const Group& g = group_defs_[group];
     if (posted.kind == partner_kind(p.first_kind) && same_bytes(posted.bytes, p.info.bytes)) return;
     const auto describe = [&](std::uint32_t m, std::uint32_t idx) {
-        const auto& rp = program_.ranks[g.ranks[m]];
+        const auto& rp = rank_defs_[g.ranks[m]];
         const Op& o = program_.op_lists[rp.op_list].ops[idx];
         return "rank " + std::to_string(g.ranks[m]) + " posted " + std::string(op_kind_name(o.kind)) + " of " +
                std::to_string(o.bytes.value) + " bytes ('" + program_.labels.at(o.label) + "', op " +

@@ -43,7 +43,10 @@ struct MemberOp {
 
 class Rendezvous {
 public:
-    explicit Rendezvous(const Program& program);
+    explicit Rendezvous(const Program& program) : Rendezvous(program, program.groups, program.ranks) {}
+    // The groups and ranks in place of the program's (a folded program's, sim/fold.hpp); the
+    // program gives the op lists and labels of messages.
+    Rendezvous(const Program& program, std::span<const Group> groups, std::span<const RankProgram> ranks);
 
     // `member` (index in the group's ranks) posts `posted`. Returns true when this completes the
     // group's oldest pending instance; take() it then. Throws std::logic_error when the op does
@@ -99,6 +102,8 @@ private:
     [[noreturn]] void reject_pair(std::uint32_t group, std::uint32_t member, const PostedOp& posted) const;
 
     const Program& program_;
+    std::span<const Group> group_defs_;
+    std::span<const RankProgram> rank_defs_;
     std::vector<GroupState> groups_;
     std::vector<Member> members_;
     std::vector<Pending> ring_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,6 +59,12 @@ class TransferPlanner {
 public:
     virtual ~TransferPlanner() = default;
     virtual const TransferPlan& plan(const TransferRequest& request) = 0;
+    // The links from GPU `from` to GPU `to`, in order, when the planner routes on a fixed
+    // network. Symmetry folding maps links by matching the routes of corresponding GPU pairs;
+    // nullopt (the default) means unknown, and nothing is folded.
+    virtual std::optional<std::vector<LinkId>> route(std::uint32_t /*from*/, std::uint32_t /*to*/) {
+        return std::nullopt;
+    }
 };
 
 }  // namespace cuboid::sim

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/host_dispatch.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/program_symmetry.hpp"
 #include "sim/trace_writer.hpp"
 #include "strategies/run_figures.hpp"
 
@@ -18,7 +20,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
         options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
     const std::vector<int> checkpointed =
         checkpointed_layers(sc, layout, BuildOptions{hardware->gpu().memory_capacity});
-    const sim::Program program = build_program_checkpointing(sc, layout, checkpointed);
+    const sim::Program program = with_host_dispatch(build_program_checkpointing(sc, layout, checkpointed), *hardware);
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);
 
@@ -29,7 +31,10 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     if (options.trace) observers.push_back(&trace.emplace(program, *options.trace));
 
     const auto start = std::chrono::steady_clock::now();
-    const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, observers);
+    sim::SimOptions sim_options;
+    sim_options.fold = options.fold;
+    if (options.fold) sim_options.fold_generators = symmetry_generators(layout, sc.parallel.tensor_mode);
+    const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, observers, sim_options);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
     if (trace) trace->finish();
 
@@ -50,6 +55,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     r.sim_events = sim.events;
     r.sim_wall_s = wall.count();
     r.fingerprint = sim.fingerprint;
+    r.sim_fold_factor = sim.fold_factor;
     return r;
 }
 

@@ -42,6 +42,7 @@ struct RunResult {
     std::uint64_t sim_events = 0;
     double sim_wall_s = 0.0;
     std::uint64_t fingerprint = 0;
+    double sim_fold_factor = 1.0;  // ranks per simulated rank (1: every rank simulated, RunOptions::fold)
     std::vector<double> stage_peak_memory_bytes;   // per pipeline stage
     // Per pipeline stage, the fraction of its layers checkpointed (recomputed in the backward):
     // 0 or 1 for none / selective / full, the memory-driven choice for stage-aware.
@@ -60,6 +61,9 @@ struct RunOptions {
     std::span<sim::SimObserver* const> observers;   // observers of the simulation
     std::shared_ptr<const hw::Hardware> hardware;  // reuse across runs of one cluster; built if null
     std::ostream* trace = nullptr;                  // non-null: write the Perfetto timeline here
+    // Simulate one rank per orbit of provably identical ranks (sim::SimOptions::fold): the same
+    // results, fewer events. Ignored with observers or a trace, which want every rank.
+    bool fold = false;
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).

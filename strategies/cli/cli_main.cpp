@@ -26,10 +26,10 @@ namespace cuboid::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--quiet]\n"
-    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--quiet]\n"
+    "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--fold] [--quiet]\n"
+    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--no-fold] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
+    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
     "       cuboid whatif STUDY.yaml [--threads N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
@@ -51,6 +51,8 @@ po::options_description visible_options() {
         ("threads", po::value<int>(), "sweep, search, whatif: points run at once (default: the hardware threads)")  //
         ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit; search: the N best plans (default 5)")  //
         ("max-gpus", po::value<int>(), "search: use at most N GPUs of the cluster (whole nodes)")     //
+        ("fold", "run: simulate one rank per set of provably identical ranks (same results, fewer events)")  //
+        ("no-fold", "sweep, search: simulate every rank (folding identical ranks is the default)")  //
         ("quiet,q", "no human-readable report (sweep: no table, no progress line)");
     return o;
 }
@@ -107,7 +109,7 @@ void take(const Parsed& p, const char* name, Field& field) {
 }
 
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"csv", "threads", "top", "max-gpus"});
+    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -115,11 +117,12 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "trace", r.trace);
     r.quiet = p.vm.count("quiet") > 0;
     r.print_schedule = p.vm.count("print-schedule") > 0;
+    r.fold = p.vm.count("fold") > 0;
     return run_command(r, out, err);
 }
 
 int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "max-gpus"});
+    reject_options(p, {"trace", "print-schedule", "max-gpus", "fold"});
     SweepRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -130,11 +133,12 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
     r.quiet = p.vm.count("quiet") > 0;
     // Progress only where a person watches: the process's own standard error, on a terminal.
     r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
+    r.fold = p.vm.count("no-fold") == 0;
     return sweep_command(r, out, err);
 }
 
 int search(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule"});
+    reject_options(p, {"trace", "print-schedule", "fold"});
     SearchRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -144,11 +148,12 @@ int search(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "top", r.top);
     take(p, "max-gpus", r.max_gpus);
     r.quiet = p.vm.count("quiet") > 0;
+    r.fold = p.vm.count("no-fold") == 0;
     return search_command(r, out, err);
 }
 
 int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus"});
+    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold"});
     WhatifRequest r;
     r.study_path = one_operand(p, "study file");
     take(p, "csv", r.csv);

@@ -70,6 +70,7 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
         }
         RunOptions options;
         if (request.trace) options.trace = &trace_file;
+        options.fold = request.fold;
         r = run_scenario(s, options);
     } catch (const InputError& e) {
         throw located(e, s, overridden);

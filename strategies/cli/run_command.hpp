@@ -19,6 +19,7 @@ struct RunRequest {
     std::optional<std::string> trace;   // Trace Event JSON file
     bool quiet = false;                 // no human report
     bool print_schedule = false;        // the per-stage compute order, before the report
+    bool fold = false;                  // --fold: symmetry-folded simulation (RunOptions::fold)
 };
 
 // Exit codes of the output contract.

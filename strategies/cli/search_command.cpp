@@ -68,6 +68,7 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     SearchOptions options;
     options.threads = request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     options.keep = request.top.value_or(kDefaultTop);
+    options.fold = request.fold;
     const SearchResult r = run_search(base, space, names, cache, options);
 
     const int top = options.keep;

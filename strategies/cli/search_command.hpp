@@ -18,6 +18,7 @@ struct SearchRequest {
     std::optional<std::string> csv;    // the simulated plans (sweep CSV), file or "-"
     std::optional<std::string> json;   // file or "-"
     bool quiet = false;
+    bool fold = true;                  // false (--no-fold): simulate every rank of every plan
 };
 
 // 0 with a plan that fits; 3 when valid plans exist but none fits; 2 when no plan is valid (or

@@ -82,6 +82,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
     plans.threads = std::max(options.threads, 1);
     SweepRunOptions run_options;
     run_options.threads = plans.threads;
+    run_options.fold = options.fold;
     // Batches of one plan per thread, in bound order: the admission time tightens between them.
     for (std::size_t next = 0; next < feasible.size();) {
         const double admit = options.exhaustive ? std::numeric_limits<double>::infinity()

@@ -34,6 +34,7 @@ struct SearchResult {
 
 struct SearchOptions {
     int threads = 1;
+    bool fold = true;  // symmetry-folded simulation of the plans (RunOptions::fold)
     int keep = 1;                    // the number of top plans that must be exact
     bool exhaustive = false;         // simulate every plan that fits (no bound pruning)
 };

@@ -80,6 +80,7 @@ SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequ
     SweepProgress progress(err);
     SweepRunOptions options;
     options.threads = r.threads;
+    options.fold = request.fold;
     options.stop = &interrupt.flag();
     if (request.progress && !request.quiet && rank == 0)
         options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };

@@ -19,6 +19,7 @@ struct SweepRequest {
     std::optional<int> top;            // table: only the N fastest ok points
     bool quiet = false;                // no table, no progress
     bool progress = false;             // progress line on `err` (the caller knows if it is a terminal)
+    bool fold = true;                  // false (--no-fold): simulate every rank of every point
 };
 
 // Throws InputError for bad input (before any point runs). Returns 0 when at least one point

@@ -22,9 +22,10 @@ std::string invalid_reason(const InputError& e) {
     return key.empty() ? bare_message(e) : key + ": " + bare_message(e);
 }
 
-PointOutcome simulate(const Scenario& s, HardwareCache& cache) {
+PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold) {
     RunOptions options;
     options.hardware = cache.get(s.cluster);
+    options.fold = fold;
     PointOutcome o;
     o.result = run_scenario(s, options);
     o.status = o.result->fits_in_memory ? PointStatus::Ok : PointStatus::OutOfMemory;
@@ -46,12 +47,12 @@ std::string status_text(const PointOutcome& o) {
 }
 
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                       const NameResolvers& names, HardwareCache& hardware) {
+                       const NameResolvers& names, HardwareCache& hardware, bool fold) {
     PointOutcome failed;
     try {
         const Scenario s = point_scenario(base, axes, point, names);
         check_complete(s);
-        return simulate(s, hardware);
+        return simulate(s, hardware, fold);
     } catch (const InputError& e) {
         failed.status = PointStatus::Invalid;
         failed.reason = invalid_reason(e);
@@ -84,7 +85,7 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
         for (std::size_t k = next++; k < total; k = next++) {
             const std::size_t i = indices[k];
             if (!stopped()) {
-                outcomes[i] = run_point(base, axes, points[i], names, hardware);  // each index has one writer
+                outcomes[i] = run_point(base, axes, points[i], names, hardware, options.fold);  // each index has one writer
                 ++done;
             }
             if (++settled == total) {

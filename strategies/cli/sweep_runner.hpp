@@ -32,9 +32,10 @@ struct PointOutcome {
 // "ok", "oom", "invalid: REASON", "error: MESSAGE", "not run".
 std::string status_text(const PointOutcome& o);
 
-// One point: its scenario, its cluster's hardware from the cache, the simulation. Never throws.
+// One point: its scenario, its cluster's hardware from the cache, the simulation (symmetry-folded
+// when `fold`: the same results, faster; RunOptions::fold). Never throws.
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                       const NameResolvers& names, HardwareCache& hardware);
+                       const NameResolvers& names, HardwareCache& hardware, bool fold = true);
 
 // Called on the calling thread, at most every `interval_s` and once at the end.
 using ProgressCallback = std::function<void(std::size_t done, std::size_t total)>;
@@ -48,6 +49,7 @@ struct SweepRunOptions {
     const std::atomic<int>* stop = nullptr;
     // The indices to run, in this order (an MPI rank's share, possibly none); unset: every point.
     std::optional<std::vector<std::size_t>> only;
+    bool fold = true;  // symmetry-folded simulation (RunOptions::fold); false: every rank simulated
 };
 
 // Runs the points on `threads` workers that take the next index from a shared counter. The

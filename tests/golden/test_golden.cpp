@@ -23,6 +23,13 @@ TEST_CASE("golden scenarios keep their iteration time and fingerprint", "[golden
             // Stored with 6 decimals (microseconds): equal within half a microsecond.
             CHECK(r.iteration_time_s == Approx(want.at("iteration_time_s").get<double>()).margin(0.5e-6));
             CHECK(fmt::format("0x{:016x}", r.fingerprint) == want.at("fingerprint").get<std::string>());
+            // Symmetry folding changes nothing but the events taken.
+            cuboid::RunOptions fold;
+            fold.fold = true;
+            const cuboid::RunResult folded = cuboid::run_scenario(sc, fold);
+            CHECK(folded.iteration_time_s == r.iteration_time_s);
+            CHECK(folded.fingerprint == r.fingerprint);
+            CHECK(folded.sim_events <= r.sim_events);
         }
     }
 }

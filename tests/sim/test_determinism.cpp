@@ -104,7 +104,9 @@ struct Mini3d {
     SimResult run(bool merge, Recorder* rec = nullptr) {
         std::vector<SimObserver*> observers;
         if (rec) observers.push_back(rec);
-        return simulate(p.program, p.costs, links, planner, observers, SimOptions{merge});
+        SimOptions options;
+        options.merge_compute_chains = merge;
+        return simulate(p.program, p.costs, links, planner, observers, options);
     }
 };
 

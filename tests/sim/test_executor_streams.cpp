@@ -11,7 +11,9 @@ namespace {
 
 SimResult run(const TestProgram& p, TablePlanner& planner, std::span<const Link> links, Recorder& rec, bool merge) {
     SimObserver* observers[] = {&rec};
-    return simulate(p.program, p.costs, links, planner, observers, SimOptions{merge});
+    SimOptions options;
+    options.merge_compute_chains = merge;
+    return simulate(p.program, p.costs, links, planner, observers, options);
 }
 
 }  // namespace
@@ -226,7 +228,9 @@ TEST_CASE("events due at one time run in the order they were scheduled", "[sim][
     planner.plans[g] = one_flow_plan(us, Bytes(1000.0), {0});
     FinishOrder order;
     SimObserver* observers[] = {&order};
-    const SimResult r = simulate(p.program, p.costs, links, planner, observers, SimOptions{false});
+    SimOptions unmerged;
+    unmerged.merge_compute_chains = false;
+    const SimResult r = simulate(p.program, p.costs, links, planner, observers, unmerged);
 
     // The all-reduce ends at 1 (latency) + 1 (1000 B at 1 GB/s) = 2 us; the three ops at 3 us,
     // in member order.

@@ -77,10 +77,14 @@ void RankRunner::run() {
     list_ = &list;
     tags_ = &tags;
     consumer_.assign(list.ops.size(), 0xFFFFFFFFu);
+    // Host dispatch ops (the framework issuing the next op) compute nothing: no consumers, no run.
+    const auto host = [&](std::uint32_t i) { return list.ops[i].kind == sim::OpKind::HostDispatch; };
     for (std::uint32_t i = list.ops.size(); i-- > 0;)
-        for (std::uint32_t k = 0; k < list.ops[i].dep_count; ++k) consumer_[list.deps[list.ops[i].first_dep + k]] = i;
+        for (std::uint32_t k = 0; k < list.ops[i].dep_count && !host(i); ++k)
+            consumer_[list.deps[list.ops[i].first_dep + k]] = i;
     for (std::uint32_t i = 0; i < list.ops.size(); ++i) {
         const sim::Op& op = list.ops[i];
+        if (host(i)) continue;
         for (std::uint32_t k = 0; k < op.dep_count; ++k)
             if (list.deps[op.first_dep + k] >= i) throw std::runtime_error("op " + std::to_string(i) + " depends on a later op");
         const OpTag& tag = tags[i];

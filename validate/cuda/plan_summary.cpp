@@ -73,6 +73,7 @@ const char* op_kind_name(sim::OpKind kind) {
         case sim::OpKind::Embedding: return "embedding";
         case sim::OpKind::CrossEntropy: return "cross-entropy";
         case sim::OpKind::Optimizer: return "optimizer";
+        case sim::OpKind::HostDispatch: return "host-dispatch";
         case sim::OpKind::AllReduce: return "all-reduce";
         case sim::OpKind::AllGather: return "all-gather";
         case sim::OpKind::ReduceScatter: return "reduce-scatter";

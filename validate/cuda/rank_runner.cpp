@@ -144,6 +144,7 @@ public:
 private:
     void run_op(std::uint32_t i, cudaStream_t s, std::size_t& call) {
         const sim::Op& op = list_.ops[i];
+        if (op.kind == sim::OpKind::HostDispatch) return;  // the host issuing: nothing on the GPU
         if (sim::is_communication(op.kind)) {
             const CommCall& c = rank_plan_.calls.at(call++);
             const auto& group = program_.groups[rank_plan_.communicators[c.communicator]];

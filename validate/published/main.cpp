@@ -1,21 +1,25 @@
 // cuboid-published-check: cuboid's predictions against published measurements.
 //
-//   cuboid-published-check [--only megatron|vtrain] [--csv FILE] [--data DIR] [--scenarios DIR]
-//                          [--progress] [--enforce]
+//   cuboid-published-check [--only megatron|vtrain|single] [--csv FILE] [--data DIR] [--scenarios DIR]
+//                          [--progress] [--enforce] [--estimate-host]
 //
 // Prints one table per data set (row, predicted, measured, signed error) and the summary
 // figures: mean absolute percentage error, worst row, and per model the Spearman rank
 // correlation of predicted against measured times. With --enforce the exit status is 1 when an
 // accuracy target is missed (MAPE <= 10% and every row within 20% on Megatron SC'21; MAPE
-// <= 15% and Spearman >= 0.8 per model on vTrain).
+// <= 15% and Spearman >= 0.8 per model on vTrain). `--only single` runs the vTrain single-node
+// set (the calibration set, not part of the default check); --estimate-host measures the host
+// dispatch time on it over a grid and prints the curve (host_estimate.hpp).
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
 
+#include "validate/published/host_estimate.hpp"
 #include "validate/published/published_check.hpp"
 #include "validate/published/statistics.hpp"
 
@@ -63,11 +67,12 @@ void print_table(const std::string& title, const std::vector<CheckRow>& rows) {
 
 bool print_summary(const std::string& set, const Summary& s, double mape_limit, double worst_limit,
                    double spearman_limit) {
-    fmt::print("{}: MAPE {:.1f}% (target <= {:.0f}%), worst row {:.1f}%", set, 100 * s.mape, 100 * mape_limit,
-               100 * s.worst);
+    fmt::print("{}: MAPE {:.1f}%", set, 100 * s.mape);
+    if (mape_limit > 0) fmt::print(" (target <= {:.0f}%)", 100 * mape_limit);
+    fmt::print(", worst row {:.1f}%", 100 * s.worst);
     if (worst_limit > 0) fmt::print(" (target <= {:.0f}%)", 100 * worst_limit);
     fmt::print(", failed rows {}\n", s.failures);
-    bool ok = s.failures == 0 && s.mape <= mape_limit && (worst_limit <= 0 || s.worst <= worst_limit);
+    bool ok = s.failures == 0 && (mape_limit <= 0 || s.mape <= mape_limit) && (worst_limit <= 0 || s.worst <= worst_limit);
     for (const auto& [group, rho] : s.spearman_by_group) {
         if (std::isnan(rho)) continue;  // one configuration of this model: no order to compare
         fmt::print("  {:<12} Spearman {:.3f}", group, rho);
@@ -88,28 +93,45 @@ void write_csv(const std::string& path, const std::vector<CheckRow>& rows) {
             << (r.failure.empty() ? relative_error(r.predicted_s, r.measured_s) : 0.0) << ",\"" << r.failure << "\"\n";
 }
 
+// The grid of host_estimate.hpp and its minimum by MAPE.
+int print_host_estimate(const CheckOptions& options) {
+    fmt::print("Host dispatch time on the vTrain single-node set (calibration set)\n");
+    const auto points = estimate_host_dispatch(options, HostEstimateOptions{});
+    const auto best = std::min_element(points.begin(), points.end(), [](const auto& a, const auto& b) {
+        return a.failures != b.failures ? a.failures < b.failures : a.mape < b.mape;
+    });
+    if (best == points.end()) return 1;
+    fmt::print("lowest MAPE: dispatch_us {} with sync {} (MAPE {:.1f}%, median |ln err| {:.3f})\n", best->dispatch_us,
+               best->sync, 100 * best->mape, best->median_abs_log_error);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CheckOptions options;
     std::string only, csv;
-    bool enforce = false;
+    bool enforce = false, estimate_host = false;
     po::options_description desc("cuboid-published-check options");
-    desc.add_options()("help,h", "this help")("only", po::value(&only), "megatron | vtrain")(
+    desc.add_options()("help,h", "this help")("only", po::value(&only), "megatron | vtrain | single")(
         "csv", po::value(&csv), "also write every row to this CSV file")(
         "data", po::value(&options.data_dir)->default_value(options.data_dir), "folder of the measured CSV files")(
         "scenarios", po::value(&options.scenario_dir)->default_value(options.scenario_dir), "scenario folder")(
         "progress", po::bool_switch(&options.progress), "one line per row on standard error")(
-        "enforce", po::bool_switch(&enforce), "exit 1 when an accuracy target is missed");
+        "enforce", po::bool_switch(&enforce), "exit 1 when an accuracy target is missed")(
+        "estimate-host", po::bool_switch(&estimate_host),
+        "measure the host dispatch time on the single-node set (grid, prints the curve)");
     try {
         po::variables_map vm;
         po::store(po::parse_command_line(argc, argv, desc), vm);
         po::notify(vm);
         if (vm.count("help")) { std::cout << desc; return 0; }
-        if (!only.empty() && only != "megatron" && only != "vtrain")
-            throw std::runtime_error("--only: expected megatron or vtrain, got '" + only + "'");
+        if (!only.empty() && only != "megatron" && only != "vtrain" && only != "single")
+            throw std::runtime_error("--only: expected megatron, vtrain or single, got '" + only + "'");
+        if (estimate_host) return print_host_estimate(options);
         options.megatron = only.empty() || only == "megatron";
         options.vtrain = only.empty() || only == "vtrain";
+        options.single = only == "single";
 
         bool ok = true;
         std::vector<CheckRow> all;
@@ -123,6 +145,12 @@ int main(int argc, char** argv) {
             const auto rows = run_vtrain_rows(options);
             print_table("vTrain multi-node measurements (A100, Megatron-DeepSpeed)", rows);
             ok = print_summary("vtrain", summarise(rows), 0.15, 0.0, 0.8) && ok;
+            all.insert(all.end(), rows.begin(), rows.end());
+        }
+        if (options.single) {
+            const auto rows = run_single_rows(options);
+            print_table("vTrain single-node measurements (calibration set; A100, Megatron-DeepSpeed)", rows);
+            print_summary("vtrain-single", summarise(rows), 0.0, 0.0, 0.0);  // calibration set: no targets
             all.insert(all.end(), rows.begin(), rows.end());
         }
         if (!csv.empty()) write_csv(csv, all);

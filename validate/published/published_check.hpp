@@ -8,7 +8,7 @@
 namespace cuboid::validate {
 
 struct CheckRow {
-    std::string set;        // "megatron-sc21" | "vtrain"
+    std::string set;        // "megatron-sc21" | "vtrain" | "vtrain-single"
     std::string group;      // rows compared for rank order together (the model)
     std::string label;      // what identifies the row (plan)
     double predicted_s = 0.0;
@@ -21,10 +21,16 @@ struct CheckOptions {
     std::string scenario_dir = "scenarios";
     bool megatron = true;
     bool vtrain = true;
+    bool single = false;    // the vTrain single-node runs (the calibration set of the host dispatch time)
     bool progress = false;  // one line per row on standard error
+    // Non-empty: every row's cluster uses this hardware profile instead of its scenario's.
+    std::string profile_override;
 };
 
 std::vector<CheckRow> run_megatron_rows(const CheckOptions& options);
 std::vector<CheckRow> run_vtrain_rows(const CheckOptions& options);
+// The 1,440 vTrain single-node runs (2-8 GPUs of one node), from validate/data/vtrain/
+// single_node.yaml with each row's model shape, batch and plan; grouped by model shape.
+std::vector<CheckRow> run_single_rows(const CheckOptions& options);
 
 }  // namespace cuboid::validate

@@ -22,10 +22,11 @@ double megatron_measured_seconds(const CsvTable& t, std::size_t row) {
 }
 
 CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std::vector<std::string>& sets,
-                      const cli::NameResolvers& names) {
+                      const cli::NameResolvers& names, const CheckOptions& options) {
     try {
         Scenario scenario = cli::load_scenario_file(scenario_path, names);
         cli::apply_overrides(scenario, sets, names);
+        if (!options.profile_override.empty()) scenario.cluster.profile = options.profile_override;
         cli::check_complete(scenario);
         row.predicted_s = run_scenario(scenario).iteration_time_s;
     } catch (const std::exception& e) {
@@ -52,7 +53,7 @@ std::vector<CheckRow> run_megatron_rows(const CheckOptions& options) {
                                  table.text(r, "data"), table.text(r, "micro_batch")),
                      0.0, megatron_measured_seconds(table, r), {}};
         report_progress(options, row, r, table.rows());
-        rows.push_back(simulate_row(row, options.scenario_dir + "/megatron_sc21/" + name + ".yaml", {}, names));
+        rows.push_back(simulate_row(row, options.scenario_dir + "/megatron_sc21/" + name + ".yaml", {}, names, options));
     }
     return rows;
 }
@@ -70,7 +71,30 @@ std::vector<CheckRow> run_vtrain_rows(const CheckOptions& options) {
         report_progress(options, row, r, table.rows());
         const std::vector<std::string> sets{"parallel.tensor=" + t, "parallel.pipeline=" + p,
                                             "parallel.data=" + d, "training.micro_batch=" + mb};
-        rows.push_back(simulate_row(row, options.scenario_dir + "/vtrain/gpt-" + size + "b.yaml", sets, names));
+        rows.push_back(simulate_row(row, options.scenario_dir + "/vtrain/gpt-" + size + "b.yaml", sets, names, options));
+    }
+    return rows;
+}
+
+std::vector<CheckRow> run_single_rows(const CheckOptions& options) {
+    const CsvTable table = CsvTable::read(options.data_dir + "/vtrain/ground_truth_single.csv");
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    std::vector<CheckRow> rows;
+    for (std::size_t r = 0; r < table.rows(); ++r) {
+        const auto col = [&](const char* name) { return table.text(r, name); };
+        const std::string t = col("tensor parallelism"), p = col("pipeline parallelism");
+        const std::string d = col("data parallelism"), mb = col("micro batch");
+        CheckRow row{"vtrain-single",
+                     fmt::format("h{}-l{}-s{}", col("hidden size"), col("# layers"), col("sequence length")),
+                     fmt::format("t={} p={} d={} mb={} gb={}", t, p, d, mb, col("global batch")), 0.0,
+                     table.number(r, "iteration time (ms)") * 1e-3, {}};
+        report_progress(options, row, r, table.rows());
+        const std::vector<std::string> sets{
+            "cluster.gpus_per_node=" + col("# GPUs"), "model.hidden=" + col("hidden size"),
+            "model.heads=" + col("attention heads"), "model.layers=" + col("# layers"),
+            "model.seq_len=" + col("sequence length"), "training.global_batch=" + col("global batch"),
+            "training.micro_batch=" + mb, "parallel.tensor=" + t, "parallel.pipeline=" + p, "parallel.data=" + d};
+        rows.push_back(simulate_row(row, options.data_dir + "/vtrain/single_node.yaml", sets, names, options));
     }
     return rows;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/host_dispatch.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "validate/cuda/plan_summary.hpp"
@@ -38,7 +39,9 @@ public:
         for (std::uint32_t r = 0; r < seconds_.size(); ++r) {
             const auto& ops = program_.op_lists[program_.ranks[r].op_list].ops;
             for (std::uint32_t i = 0; i < seconds_[r].size(); ++i)
-                if (!sim::is_communication(ops[i].kind)) f.ops.push_back({r, i, seconds_[r][i]});
+                // GPU compute ops only: the executors do not time the host's dispatch ops.
+                if (!sim::is_communication(ops[i].kind) && ops[i].kind != sim::OpKind::HostDispatch)
+                    f.ops.push_back({r, i, seconds_[r][i]});
         }
     }
 
@@ -59,7 +62,9 @@ private:
 sim::Program build(const Scenario& sc, const hw::Hardware& hardware) {
     const Layout layout = validate_plan(sc);
     const auto checkpointed = checkpointed_layers(sc, layout, BuildOptions{hardware.gpu().memory_capacity});
-    return build_program_checkpointing(sc, layout, checkpointed);
+    // The program run_scenario simulates (with the host's dispatch ops when the profile has a
+    // `host:` section), so that op indices agree between prediction, observer and executors.
+    return with_host_dispatch(build_program_checkpointing(sc, layout, checkpointed), hardware);
 }
 
 }  // namespace

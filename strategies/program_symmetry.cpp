@@ -1,0 +1,47 @@
+#include "strategies/program_symmetry.hpp"
+
+namespace cuboid {
+namespace {
+
+// rank(t, d, p) -> rank(t + dt mod T, d + dd mod D, p), as Layout::rank numbers them.
+sim::RankMap shift(const Layout& l, int dt, int dd) {
+    sim::RankMap g(static_cast<std::size_t>(l.gpus()));
+    for (std::uint32_t r = 0; r < g.size(); ++r) {
+        g[r] = l.rank((l.tp_of(r) + dt) % l.tensor, (l.dp_of(r) + dd) % l.data, l.stage_of(r));
+    }
+    return g;
+}
+
+// tp -> the next tensor index inside its block of b (b divides T), the rest of the rank kept.
+sim::RankMap block_shift(const Layout& l, int b) {
+    sim::RankMap g(static_cast<std::size_t>(l.gpus()));
+    for (std::uint32_t r = 0; r < g.size(); ++r) {
+        const int t = l.tp_of(r);
+        g[r] = l.rank(t / b * b + (t + 1) % b, l.dp_of(r), l.stage_of(r));
+    }
+    return g;
+}
+
+std::vector<int> proper_divisors(int n) {
+    std::vector<int> d;
+    for (int b = 1; b < n; ++b) {
+        if (n % b == 0) d.push_back(b);
+    }
+    return d;
+}
+
+}  // namespace
+
+std::vector<sim::RankMap> symmetry_generators(const Layout& layout, TensorMode mode) {
+    std::vector<sim::RankMap> gens;
+    for (const int b : proper_divisors(layout.data)) gens.push_back(shift(layout, 0, b));
+    if (mode == TensorMode::OneD) {
+        for (const int b : proper_divisors(layout.tensor)) gens.push_back(shift(layout, b, 0));
+        for (const int b : proper_divisors(layout.tensor)) {
+            if (b > 1) gens.push_back(block_shift(layout, b));
+        }
+    }
+    return gens;
+}
+
+}  // namespace cuboid
