@@ -30,6 +30,8 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
         indexes_.emplace_back(program.op_lists[l], costs.durations[l], options.merge_compute_chains);
     }
     build_ranks();
+    if (options.exclusive_transfers) exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner);
+    last_plans_.resize(groups_.size());
 }
 
 void Engine::build_ranks() {
@@ -129,6 +131,7 @@ void Engine::dispatch(const Payload& p) {
         case EventKind::OpsDone: ops_done(p.a, p.stream, p.b); break;
         case EventKind::PhaseDue: phase_due(p.a); break;
         case EventKind::FlowDue: flow_due(p.a, p.b); break;
+        case EventKind::TransferDue: finish_transfer(p.a); break;
         case EventKind::Batch: break;  // never nested: a run holds events, not batches
     }
 }

@@ -3,17 +3,20 @@
 // Per rank the executor keeps only a finished-op counter per stream (see op_list_index.hpp); the
 // ops themselves and everything derived from them are shared by all ranks of an OpList. Events
 // are: a compute op (or merged chain) ends; a transfer phase's latency has passed; a flow's
-// announced completion time has come (possibly void: rescheduled since). Events scheduled back to
-// back for one time share a queue entry (Engine::schedule).
+// announced completion time has come (possibly void: rescheduled since); a transfer on links of
+// its own ends (exclusive.hpp). Events scheduled back to back for one time share a queue entry
+// (Engine::schedule).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "sim/breakdown_clock.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/exclusive.hpp"
 #include "sim/executor.hpp"
 #include "sim/flow_network.hpp"
 #include "sim/op_list_index.hpp"
@@ -40,9 +43,9 @@ public:
     SimResult run();
 
 private:
-    enum class EventKind : std::uint8_t { OpsDone, PhaseDue, FlowDue, Batch };
+    enum class EventKind : std::uint8_t { OpsDone, PhaseDue, FlowDue, TransferDue, Batch };
     struct Payload {
-        std::uint32_t a = 0;  // OpsDone: rank; PhaseDue: transfer; FlowDue: flow; Batch: batch
+        std::uint32_t a = 0;  // OpsDone: rank; PhaseDue, TransferDue: transfer; FlowDue: flow; Batch: batch
         std::uint32_t b = 0;  // OpsDone: stream position of the chain head; FlowDue: version
         EventKind kind = EventKind::OpsDone;
         StreamId stream = 0;  // OpsDone
@@ -69,6 +72,16 @@ private:
     struct SlotRef {
         std::uint32_t group = 0;
         std::uint32_t member = 0;  // index of the rank in the group's ranks
+    };
+    // The last request of a group and what it became: a group repeats one request (a tensor
+    // all-reduce of one activation size) thousands of times, and planners cache plans, so the
+    // same request gives the same plan without asking again.
+    struct LastPlan {
+        const TransferPlan* plan = nullptr;
+        OpKind kind = OpKind::AllReduce;
+        double bytes = 0.0;
+        std::uint32_t source = 0;
+        std::optional<ExclusiveTransfers::Shortcut> shortcut;
     };
     struct Transfer {
         const TransferPlan* plan = nullptr;
@@ -119,6 +132,8 @@ private:
     std::vector<std::uint32_t> free_batches_;
     FlowNetwork network_;
     Rendezvous rendezvous_;
+    ExclusiveTransfers exclusive_;
+    std::vector<LastPlan> last_plans_;  // per group
     std::vector<Transfer> transfers_;
     std::vector<std::uint32_t> free_transfers_;
     Time now_{0};

@@ -64,6 +64,9 @@ struct SimOptions {
     // there are observers. Results are those of the full simulation; `events` counts the events
     // actually taken.
     bool fold = false;
+    // Run a transfer whose links no concurrent transfer can use as one event, with the duration
+    // the network would compute (sim/exclusive.hpp). It changes no time; only fewer events.
+    bool exclusive_transfers = true;
     std::vector<std::vector<std::uint32_t>> fold_generators;
 };
 

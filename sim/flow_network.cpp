@@ -18,6 +18,13 @@ constexpr double kDoneFraction = 1e-12;
 // (ties computed along different paths differ in the last bits).
 constexpr double kTieFraction = 1e-12;
 
+// Picoseconds to deliver `remaining` bytes at `rate`, rounded up: a flow must not be declared done
+// before its last byte has moved. Zero when what is left counts as delivered.
+std::int64_t ticks_to_deliver(double remaining, double done_below, double rate) {
+    if (!(remaining > done_below)) return 0;
+    return static_cast<std::int64_t>(std::ceil(remaining / rate / kSecondsPerTick));
+}
+
 }  // namespace
 
 FlowNetwork::FlowNetwork(std::span<const Link> links) : links_(links.size()) {
@@ -29,15 +36,35 @@ FlowNetwork::FlowNetwork(std::span<const Link> links) : links_(links.size()) {
     }
 }
 
+bool FlowNetwork::waits(std::span<const LinkUse> uses, Bytes bytes) {
+    const bool loads_a_link = std::any_of(uses.begin(), uses.end(), [](const LinkUse& u) { return u.weight > 0.0; });
+    return loads_a_link && !(bytes.value <= kDoneBytes);
+}
+
+std::optional<Time> FlowNetwork::solo_duration(std::span<const LinkUse> uses, Bytes bytes) const {
+    for (const LinkUse& u : uses) {
+        if (u.link >= links_.size()) throw std::logic_error("flow network: flow uses an unknown link");
+    }
+    if (!waits(uses, bytes)) return Time(0);
+    double level = std::numeric_limits<double>::infinity();  // as attach() computes `solo`
+    for (std::size_t i = 0; i < uses.size(); ++i) {
+        if (!(uses[i].weight > 0.0)) continue;
+        for (std::size_t j = 0; j < i; ++j) {
+            if (uses[j].link == uses[i].link && uses[j].weight > 0.0) return std::nullopt;
+        }
+        level = std::min(level, links_[uses[i].link].capacity / uses[i].weight);
+    }
+    // As start() sets remaining and done_below and announce() rounds.
+    return Time(ticks_to_deliver(bytes.value, std::max(kDoneBytes, kDoneFraction * bytes.value), level));
+}
+
 FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner) {
-    bool loads_a_link = false;
     for (const LinkUse& u : uses) {
         if (u.link >= links_.size()) throw std::logic_error("flow network: flow uses an unknown link");
         // attach() reads every link next: start the (mostly missing) lines loading together.
         __builtin_prefetch(&links_[u.link]);
-        loads_a_link = loads_a_link || u.weight > 0.0;
     }
-    if (!loads_a_link || bytes.value <= kDoneBytes) return kNoFlow;
+    if (!waits(uses, bytes)) return kNoFlow;
 
     const FlowId id = allocate();
     FlowState& f = flows_[id];
@@ -238,12 +265,7 @@ std::size_t FlowNetwork::freeze_saturated(double level) {
 void FlowNetwork::announce(FlowId id, std::int64_t now) {
     FlowState& f = flows_[id];
     ++f.version;
-    std::int64_t at = now;
-    if (f.remaining > f.done_below) {
-        // Round up: the flow must not be declared done before its last byte has moved.
-        at = now + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate / kSecondsPerTick));
-    }
-    completions_.push_back({id, f.version, Time(at)});
+    completions_.push_back({id, f.version, Time(now + ticks_to_deliver(f.remaining, f.done_below, f.rate))});
 }
 
 void FlowNetwork::reshare(FlowId seed_flow, std::span<const LinkUse> seed_links, std::int64_t now) {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -62,6 +63,15 @@ public:
     // re-share of each flow.
     Bytes carried(LinkId link) const { return Bytes(links_[link].carried); }
     std::size_t active_flows() const { return active_; }
+    std::size_t link_count() const { return links_.size(); }
+
+    // How long this network takes to deliver a flow that stays alone on its links from start to
+    // end: the rate start() gives a solo flow and the completion announce() rounds up, computed by
+    // the same expressions (so to the same picosecond). Zero for a flow start() declares done at
+    // once; nullopt when the flow uses a link twice (water-filling then adds up its weights).
+    std::optional<Time> solo_duration(std::span<const LinkUse> uses, Bytes bytes) const;
+    // Whether start() would run the flow (false: done at once, no completion event).
+    static bool waits(std::span<const LinkUse> uses, Bytes bytes);
 
 private:
     struct FlowState {

@@ -51,6 +51,9 @@ ProgramSymmetry program_symmetry(const Program& program, std::span<const RankMap
 // communication op of its list, the group its slot names, the kind (a Send/Recv pair asks as Send),
 // the bytes, and the source the executor passes (the sender of a pair, else the group's first rank).
 std::vector<TransferRequest> possible_requests(const Program& program);
+// The same for the op lists of `program` run by `ranks` on `groups` (a folded program's).
+std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
+                                               std::span<const Group> groups);
 
 struct NetworkSymmetry {
     std::vector<std::size_t> accepted;      // indices of the generators of the program symmetry that pass

@@ -122,6 +122,11 @@ bool operator==(const TransferRequest& a, const TransferRequest& b) {
 }
 
 std::vector<TransferRequest> possible_requests(const Program& program) {
+    return possible_requests(program, program.ranks, program.groups);
+}
+
+std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
+                                               std::span<const Group> groups) {
     struct Use {
         std::uint16_t slot;
         OpKind kind;
@@ -138,12 +143,12 @@ std::vector<TransferRequest> possible_requests(const Program& program) {
         uses[l].erase(std::unique(uses[l].begin(), uses[l].end()), uses[l].end());
     }
     std::vector<TransferRequest> requests;
-    for (std::uint32_t r = 0; r < program.ranks.size(); ++r) {
-        const RankProgram& rp = program.ranks[r];
+    for (std::uint32_t r = 0; r < ranks.size(); ++r) {
+        const RankProgram& rp = ranks[r];
         if (rp.op_list >= uses.size()) continue;  // the simulation reports it
         for (const Use& u : uses[rp.op_list]) {
-            if (u.slot >= rp.groups.size() || rp.groups[u.slot] >= program.groups.size()) continue;
-            const Group& G = program.groups[rp.groups[u.slot]];
+            if (u.slot >= rp.groups.size() || rp.groups[u.slot] >= groups.size()) continue;
+            const Group& G = groups[rp.groups[u.slot]];
             if (G.ranks.empty()) continue;
             TransferRequest q{rp.groups[u.slot], u.kind, Bytes(u.bytes), G.ranks.front()};
             if (u.kind == OpKind::Send || u.kind == OpKind::Recv) {

@@ -11,6 +11,7 @@
 #include "sim/executor.hpp"
 #include "sim/observer.hpp"
 #include "sim/program.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/transfer.hpp"
 
 namespace cuboid::sim::test {
@@ -67,6 +68,17 @@ public:
         return plans.at(request.group);
     }
 };
+
+// The requests the run made as instances started, in order (an instance whose request equals its
+// group's previous one reuses that plan and asks nothing). With SimOptions::exclusive_transfers
+// (the default) the simulation first plans every possible request once (sim/exclusive.hpp); those
+// come first and are skipped here.
+inline std::vector<TransferRequest> instance_requests(const TablePlanner& planner, const Program& program,
+                                                      bool planned_ahead = true) {
+    const std::size_t ahead = planned_ahead ? possible_requests(program).size() : 0;
+    if (planner.requests.size() < ahead) return {};
+    return {planner.requests.begin() + static_cast<std::ptrdiff_t>(ahead), planner.requests.end()};
+}
 
 // A plan of one phase: `latency`, then one flow of `bytes` over `links` (weight 1 each).
 inline TransferPlan one_flow_plan(Time latency, Bytes bytes, std::vector<LinkId> links) {

@@ -1,0 +1,157 @@
+// The proof and the closed forms of exclusive.hpp.
+#include "sim/exclusive.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "sim/symmetry.hpp"
+
+namespace cuboid::sim {
+
+ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks,
+                                       std::span<const Group> groups, const FlowNetwork& network,
+                                       TransferPlanner& planner)
+    : network_(&network) {
+    try {
+        analyse(program, ranks, groups, planner);
+    } catch (const std::exception&) {
+        // Not proved: nothing qualifies, and the run meets the error where it arises.
+        known_.assign(groups.size(), {});
+        has_exclusive_.assign(groups.size(), false);
+        qualified_ = 0;
+    }
+}
+
+void ExclusiveTransfers::analyse(const Program& program, std::span<const RankProgram> ranks,
+                                 std::span<const Group> groups, TransferPlanner& planner) {
+    known_.assign(groups.size(), {});
+    has_exclusive_.assign(groups.size(), false);
+    link_owner_.assign(network_->link_count(), kNoOwner);
+    link_stamp_.assign(network_->link_count(), 0);
+    // (a): plan everything first, then record who uses each link.
+    for (const TransferRequest& q : possible_requests(program, ranks, groups)) {
+        const TransferPlan* plan = &planner.plan(q);
+        auto& known = known_[q.group];
+        if (std::none_of(known.begin(), known.end(), [plan](const Known& k) { return k.plan == plan; })) {
+            known.push_back({plan, false, {}});
+        }
+    }
+    for (std::uint32_t g = 0; g < known_.size(); ++g) {
+        for (const Known& k : known_[g]) {
+            for (const TransferPhase& ph : k.plan->phases) {
+                for (const Flow& f : ph.flows) {
+                    for (const LinkUse& u : f.links) {
+                        if (!(u.weight > 0.0) || u.link >= link_owner_.size()) continue;
+                        std::uint32_t& owner = link_owner_[u.link];
+                        owner = owner == kNoOwner || owner == g ? g : kShared;
+                    }
+                }
+            }
+        }
+    }
+    const std::vector<bool> serial = serial_groups(program, ranks);  // (b)
+    for (std::uint32_t g = 0; g < known_.size(); ++g) {
+        if (!serial[g]) continue;
+        for (Known& k : known_[g]) {
+            const auto shortcut = closed_form(g, *k.plan);
+            if (!shortcut) continue;
+            k.exclusive = true;
+            k.shortcut = *shortcut;
+            has_exclusive_[g] = true;
+            ++qualified_;
+        }
+    }
+}
+
+// (b): a group is serial when no rank posts ops on it from two streams (two slots of one rank
+// may name the same group: their streams count together).
+std::vector<bool> ExclusiveTransfers::serial_groups(const Program& program, std::span<const RankProgram> ranks) const {
+    std::vector<bool> serial(known_.size(), true);
+    // Per op list and slot: the streams its communication ops use, one bit each.
+    std::vector<std::vector<std::uint32_t>> slot_streams(program.op_lists.size());
+    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
+        for (const Op& op : program.op_lists[l].ops) {
+            if (!is_communication(op.kind)) continue;
+            auto& streams = slot_streams[l];
+            if (op.group_slot >= streams.size()) streams.resize(op.group_slot + 1U, 0);
+            streams[op.group_slot] |= 1U << (op.stream & 31U);
+        }
+    }
+    std::vector<std::uint32_t> seen_by(known_.size(), kNoOwner);  // last rank that named the group
+    std::vector<std::uint32_t> streams_of(known_.size(), 0);      // that rank's streams on it
+    for (std::uint32_t r = 0; r < ranks.size(); ++r) {
+        const RankProgram& rp = ranks[r];
+        if (rp.op_list >= slot_streams.size()) continue;  // the run reports it
+        const auto& streams = slot_streams[rp.op_list];
+        for (std::size_t k = 0; k < streams.size() && k < rp.groups.size(); ++k) {
+            const std::uint32_t g = rp.groups[k];
+            if (g >= serial.size() || streams[k] == 0) continue;
+            if (seen_by[g] != r) {
+                seen_by[g] = r;
+                streams_of[g] = 0;
+            }
+            streams_of[g] |= streams[k];
+            if (std::popcount(streams_of[g]) > 1) serial[g] = false;
+        }
+    }
+    return serial;
+}
+
+// (a) for this plan, (c), and the sum over phases of latency + slowest solo flow.
+std::optional<ExclusiveTransfers::Shortcut> ExclusiveTransfers::closed_form(std::uint32_t group,
+                                                                            const TransferPlan& plan) {
+    Shortcut s;
+    for (const TransferPhase& ph : plan.phases) {
+        ++stamp_;
+        Time slowest{0};
+        for (const Flow& f : ph.flows) {
+            for (const LinkUse& u : f.links) {
+                if (!(u.weight > 0.0)) continue;
+                if (u.link >= link_owner_.size() || link_owner_[u.link] != group || link_stamp_[u.link] == stamp_) return std::nullopt;
+                link_stamp_[u.link] = stamp_;
+            }
+            const std::optional<Time> d = network_->solo_duration(f.links, f.bytes);
+            if (!d) return std::nullopt;
+            slowest = std::max(slowest, *d);
+            if (FlowNetwork::waits(f.links, f.bytes)) ++s.flows;
+        }
+        s.duration += ph.latency + slowest;
+    }
+    return s;
+}
+
+std::optional<ExclusiveTransfers::Shortcut> ExclusiveTransfers::find(std::uint32_t group, const TransferPlan& plan) const {
+    if (group >= known_.size()) return std::nullopt;
+    for (const Known& k : known_[group]) {
+        if (k.plan != &plan) continue;
+        if (!k.exclusive) return std::nullopt;
+        return k.shortcut;
+    }
+    // Not enumerated (or a planner that does not cache plans): the network, after a check. The
+    // engine asks again only when a group's request changes, so the check is rare.
+    check_unknown(group, plan);
+    return std::nullopt;
+}
+
+// A plan nobody enumerated takes the network; it must not touch a link that a shortcut of another
+// group assumes is its own.
+void ExclusiveTransfers::check_unknown(std::uint32_t group, const TransferPlan& plan) const {
+    for (const TransferPhase& ph : plan.phases) {
+        for (const Flow& f : ph.flows) {
+            for (const LinkUse& u : f.links) {
+                if (!(u.weight > 0.0) || u.link >= link_owner_.size()) continue;
+                const std::uint32_t owner = link_owner_[u.link];
+                if (owner < has_exclusive_.size() && owner != group && has_exclusive_[owner]) {
+                    throw std::logic_error("transfer of group " + std::to_string(group) +
+                                           " was not among the possible requests and uses a link of group " +
+                                           std::to_string(owner));
+                }
+            }
+        }
+    }
+}
+
+}  // namespace cuboid::sim

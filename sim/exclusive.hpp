@@ -1,0 +1,76 @@
+// Transfers on links that no other transfer can use while they run: their duration is a closed
+// form known when they start, so the engine schedules one event for the whole transfer and leaves
+// the flow network alone (docs/simulator.md, "Exclusive transfers").
+//
+// Proved once per simulation, before the run, on the program the engine runs (the full one, or a
+// folded one with its quotient planner):
+//   (a) every request the program can make (possible_requests) is planned, and each link with a
+//       positive weight records which groups' plans use it. A plan qualifies only when each of its
+//       links is used by its own group alone;
+//   (b) instances of one group never overlap: every member posts all its ops on that group from
+//       one stream. A stream holds a posted op until its instance ends, so a member posts instance
+//       k+1 only after instance k ended, and instance k+1 starts after that;
+//   (c) inside each phase, the flows use disjoint links and no flow uses a link twice.
+// By (a) and (b) no other flow is ever on a qualifying transfer's links, and by (c) its flows do
+// not share among themselves, so every flow keeps the rate start() gives a solo flow, and a phase
+// lasts its latency plus its slowest flow's solo_duration (the network's own arithmetic): the
+// times are those of the network, to the picosecond. Anything not proved takes the network.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "sim/flow_network.hpp"
+#include "sim/program.hpp"
+#include "sim/transfer.hpp"
+
+namespace cuboid::sim {
+
+class ExclusiveTransfers {
+public:
+    struct Shortcut {
+        Time duration{0};         // instance start to end
+        std::uint32_t flows = 0;  // flows the network would have started (SimResult::flows)
+    };
+
+    ExclusiveTransfers() = default;  // nothing qualifies
+
+    // Plans every possible request of `ranks` (running the op lists of `program`) on `groups`.
+    // Whatever fails (a planner error, say) leaves nothing qualified: the run then meets it itself.
+    ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
+                       const FlowNetwork& network, TransferPlanner& planner);
+
+    // The closed form for an instance of `group` planned as `plan`; nullopt: use the network.
+    // Throws std::logic_error when a plan outside the enumerated requests uses a link of a
+    // qualifying plan of another group (the enumeration would then be incomplete).
+    std::optional<Shortcut> find(std::uint32_t group, const TransferPlan& plan) const;
+
+    std::size_t qualified() const { return qualified_; }  // plans with a shortcut
+
+private:
+    struct Known {
+        const TransferPlan* plan = nullptr;
+        bool exclusive = false;
+        Shortcut shortcut;
+    };
+    static constexpr std::uint32_t kNoOwner = 0xffffffffU;
+    static constexpr std::uint32_t kShared = 0xfffffffeU;
+
+    void analyse(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
+                 TransferPlanner& planner);
+    std::vector<bool> serial_groups(const Program& program, std::span<const RankProgram> ranks) const;
+    std::optional<Shortcut> closed_form(std::uint32_t group, const TransferPlan& plan);
+    void check_unknown(std::uint32_t group, const TransferPlan& plan) const;
+
+    const FlowNetwork* network_ = nullptr;
+    std::vector<std::uint32_t> link_owner_;  // group using the link; kNoOwner: none; kShared: several
+    std::vector<std::uint32_t> link_stamp_;  // scratch for (c)
+    std::uint32_t stamp_ = 0;
+    std::vector<std::vector<Known>> known_;  // per group: its plans, planned before the run
+    std::vector<bool> has_exclusive_;        // per group: some plan qualifies
+    std::size_t qualified_ = 0;
+};
+
+}  // namespace cuboid::sim
