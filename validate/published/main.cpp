@@ -1,7 +1,7 @@
 // cuboid-published-check: cuboid's predictions against published measurements.
 //
 //   cuboid-published-check [--only megatron|vtrain|single] [--csv FILE] [--data DIR] [--scenarios DIR]
-//                          [--progress] [--enforce] [--estimate-host]
+//                          [--threads N] [--progress] [--enforce] [--estimate-host]
 //
 // Prints one table per data set (row, predicted, measured, signed error) and the summary
 // figures: mean absolute percentage error, worst row, and per model the Spearman rank
@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include "validate/published/host_estimate.hpp"
 #include "validate/published/published_check.hpp"
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
         "csv", po::value(&csv), "also write every row to this CSV file")(
         "data", po::value(&options.data_dir)->default_value(options.data_dir), "folder of the measured CSV files")(
         "scenarios", po::value(&options.scenario_dir)->default_value(options.scenario_dir), "scenario folder")(
+        "threads", po::value(&options.threads)->default_value(static_cast<std::size_t>(std::max(1U, std::thread::hardware_concurrency()))),
+        "rows simulated at once (default: all cores); the output does not depend on it")(
         "progress", po::bool_switch(&options.progress), "one line per row on standard error")(
         "enforce", po::bool_switch(&enforce), "exit 1 when an accuracy target is missed")(
         "estimate-host", po::bool_switch(&estimate_host),

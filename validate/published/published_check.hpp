@@ -23,6 +23,7 @@ struct CheckOptions {
     bool vtrain = true;
     bool single = false;    // the vTrain single-node runs (the calibration set of the host dispatch time)
     bool progress = false;  // one line per row on standard error
+    std::size_t threads = 1;  // rows simulated at once (each row is an independent simulation)
     // Non-empty: every row's cluster uses this hardware profile instead of its scenario's.
     std::string profile_override;
 };

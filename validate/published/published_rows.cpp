@@ -1,5 +1,9 @@
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <thread>
 #include <fmt/core.h>
 
 #include "strategies/cli/catalog_bridge.hpp"
@@ -35,51 +39,72 @@ CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std:
     return row;
 }
 
-void report_progress(const CheckOptions& options, const CheckRow& row, std::size_t i, std::size_t n) {
-    if (options.progress)
-        fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, n, row.set, row.group, row.label);
+// One row to predict: the row (measured time filled in), its scenario file and overrides.
+struct RowJob {
+    CheckRow row;
+    std::string scenario_path;
+    std::vector<std::string> sets;
+};
+
+// Predicts every job on `options.threads` threads (rows are independent simulations); results
+// keep the jobs' order, so the output does not depend on the thread count.
+std::vector<CheckRow> simulate_rows(const std::vector<RowJob>& jobs, const CheckOptions& options) {
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    std::vector<CheckRow> rows(jobs.size());
+    std::atomic<std::size_t> next{0};
+    std::size_t done = 0;
+    std::mutex progress;
+    const auto work = [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            rows[i] = simulate_row(jobs[i].row, jobs[i].scenario_path, jobs[i].sets, names, options);
+            if (!options.progress) continue;
+            const std::lock_guard<std::mutex> lock(progress);
+            fmt::print(stderr, "[{}/{}] {} {} {}\n", ++done, jobs.size(), rows[i].set, rows[i].group, rows[i].label);
+        }
+    };
+    const std::size_t n = std::clamp<std::size_t>(options.threads, 1, std::max<std::size_t>(jobs.size(), 1));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    return rows;
 }
 
 }  // namespace
 
 std::vector<CheckRow> run_megatron_rows(const CheckOptions& options) {
     const CsvTable table = CsvTable::read(options.data_dir + "/megatron_sc21_table1.csv");
-    const cli::NameResolvers names = cli::builtin_name_resolvers();
-    std::vector<CheckRow> rows;
+    std::vector<RowJob> jobs;
     for (std::size_t r = 0; r < table.rows(); ++r) {
         const std::string name = table.text(r, "name");
         CheckRow row{"megatron-sc21", name,
                      fmt::format("t={} p={} d={} mb={}", table.text(r, "tensor"), table.text(r, "pipeline"),
                                  table.text(r, "data"), table.text(r, "micro_batch")),
                      0.0, megatron_measured_seconds(table, r), {}};
-        report_progress(options, row, r, table.rows());
-        rows.push_back(simulate_row(row, options.scenario_dir + "/megatron_sc21/" + name + ".yaml", {}, names, options));
+        jobs.push_back({row, options.scenario_dir + "/megatron_sc21/" + name + ".yaml", {}});
     }
-    return rows;
+    return simulate_rows(jobs, options);
 }
 
 std::vector<CheckRow> run_vtrain_rows(const CheckOptions& options) {
     const CsvTable table = CsvTable::read(options.data_dir + "/vtrain/ground_truth_multi.csv");
-    const cli::NameResolvers names = cli::builtin_name_resolvers();
-    std::vector<CheckRow> rows;
+    std::vector<RowJob> jobs;
     for (std::size_t r = 0; r < table.rows(); ++r) {
         const std::string size = table.text(r, "Parameters (billion)");
         const std::string t = table.text(r, "tensor parallelism"), p = table.text(r, "pipeline parallelism");
         const std::string d = table.text(r, "data parallelism"), mb = table.text(r, "micro batch");
         CheckRow row{"vtrain", "gpt-" + size + "b", fmt::format("t={} p={} d={} mb={}", t, p, d, mb), 0.0,
                      table.number(r, "iteration time (ms)") * 1e-3, {}};
-        report_progress(options, row, r, table.rows());
-        const std::vector<std::string> sets{"parallel.tensor=" + t, "parallel.pipeline=" + p,
-                                            "parallel.data=" + d, "training.micro_batch=" + mb};
-        rows.push_back(simulate_row(row, options.scenario_dir + "/vtrain/gpt-" + size + "b.yaml", sets, names, options));
+        jobs.push_back({row, options.scenario_dir + "/vtrain/gpt-" + size + "b.yaml",
+                        {"parallel.tensor=" + t, "parallel.pipeline=" + p, "parallel.data=" + d,
+                         "training.micro_batch=" + mb}});
     }
-    return rows;
+    return simulate_rows(jobs, options);
 }
 
 std::vector<CheckRow> run_single_rows(const CheckOptions& options) {
     const CsvTable table = CsvTable::read(options.data_dir + "/vtrain/ground_truth_single.csv");
-    const cli::NameResolvers names = cli::builtin_name_resolvers();
-    std::vector<CheckRow> rows;
+    std::vector<RowJob> jobs;
     for (std::size_t r = 0; r < table.rows(); ++r) {
         const auto col = [&](const char* name) { return table.text(r, name); };
         const std::string t = col("tensor parallelism"), p = col("pipeline parallelism");
@@ -88,15 +113,13 @@ std::vector<CheckRow> run_single_rows(const CheckOptions& options) {
                      fmt::format("h{}-l{}-s{}", col("hidden size"), col("# layers"), col("sequence length")),
                      fmt::format("t={} p={} d={} mb={} gb={}", t, p, d, mb, col("global batch")), 0.0,
                      table.number(r, "iteration time (ms)") * 1e-3, {}};
-        report_progress(options, row, r, table.rows());
-        const std::vector<std::string> sets{
+        jobs.push_back({row, options.data_dir + "/vtrain/single_node.yaml", {
             "cluster.gpus_per_node=" + col("# GPUs"), "model.hidden=" + col("hidden size"),
             "model.heads=" + col("attention heads"), "model.layers=" + col("# layers"),
             "model.seq_len=" + col("sequence length"), "training.global_batch=" + col("global batch"),
-            "training.micro_batch=" + mb, "parallel.tensor=" + t, "parallel.pipeline=" + p, "parallel.data=" + d};
-        rows.push_back(simulate_row(row, options.data_dir + "/vtrain/single_node.yaml", sets, names, options));
+            "training.micro_batch=" + mb, "parallel.tensor=" + t, "parallel.pipeline=" + p, "parallel.data=" + d}});
     }
-    return rows;
+    return simulate_rows(jobs, options);
 }
 
 }  // namespace cuboid::validate
