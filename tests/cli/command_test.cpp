@@ -141,3 +141,27 @@ TEST_CASE("run: --trace writes a Trace Event JSON document", "[cli][main]") {
     CHECK(bad.code == 2);
     CHECK(contains(bad.err, "/no/such/dir/t.json"));
 }
+
+// Folding is a way to simulate, not a different model: `run --fold` must report the very same
+// iteration and fingerprint as the full run, with fewer events (4 nodes x tensor 8: the two
+// replicas of each stage are images of each other, so at least half the ranks are not run).
+// Each command rejects the switch that is not its own.
+TEST_CASE("run --fold gives the full run's result with fewer events; misplaced switches are bad input",
+          "[cli][main][fold]") {
+    const auto full = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
+    const auto folded = run_cli(with({"run", kDefault, "--json", "-", "--fold"}, kSmall));
+    REQUIRE(full.code == 0);
+    REQUIRE(folded.code == 0);
+    const auto a = nlohmann::json::parse(full.out);
+    const auto b = nlohmann::json::parse(folded.out);
+    CHECK(a["iteration_time_s"] == b["iteration_time_s"]);
+    CHECK(a["fingerprint"] == b["fingerprint"]);
+    CHECK(b["sim"]["events"].get<double>() * 2 <= a["sim"]["events"].get<double>());
+
+    const auto sweep = run_cli({"sweep", kDefault, "--fold"});
+    CHECK(sweep.code == 2);
+    CHECK(contains(sweep.err, "does not take --fold"));
+    const auto run = run_cli({"run", kDefault, "--no-fold"});
+    CHECK(run.code == 2);
+    CHECK(contains(run.err, "--no-fold"));
+}
