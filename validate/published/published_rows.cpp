@@ -32,7 +32,10 @@ CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std:
         cli::apply_overrides(scenario, sets, names);
         if (!options.profile_override.empty()) scenario.cluster.profile = options.profile_override;
         cli::check_complete(scenario);
-        row.predicted_s = run_scenario(scenario).iteration_time_s;
+        // Folded (sim::SimOptions::fold): exactly the full run's time, with fewer events.
+        RunOptions run;
+        run.fold = true;
+        row.predicted_s = run_scenario(scenario, run).iteration_time_s;
     } catch (const std::exception& e) {
         row.failure = e.what();
     }
