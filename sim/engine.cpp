@@ -111,14 +111,7 @@ void Engine::flush_run() {
     if (run_.size() == 1) {
         queue_.push(run_time_, run_.front());
     } else if (run_.size() > 1) {
-        std::uint32_t id = 0;
-        if (free_batches_.empty()) {
-            id = static_cast<std::uint32_t>(batches_.size());
-            batches_.emplace_back();
-        } else {
-            id = free_batches_.back();
-            free_batches_.pop_back();
-        }
+        const std::uint32_t id = acquire_slot(batches_, free_batches_);
         batches_[id].swap(run_);  // run_ takes the batch's empty storage
         queue_.push(run_time_, Payload{id, 0, EventKind::Batch, 0});
     }

@@ -36,6 +36,19 @@ struct EngineInput {
     static EngineInput whole(const Program& p) { return {p, p.ranks, p.groups, {}}; }
 };
 
+// Index of a record to reuse from `pool`: a released one if any, else a new one at the end.
+// Records are reused, not erased, so the vectors they hold keep their storage between uses.
+template <typename T>
+std::uint32_t acquire_slot(std::vector<T>& pool, std::vector<std::uint32_t>& released) {
+    if (released.empty()) {
+        pool.emplace_back();
+        return static_cast<std::uint32_t>(pool.size() - 1);
+    }
+    const std::uint32_t id = released.back();
+    released.pop_back();
+    return id;
+}
+
 class Engine {
 public:
     Engine(const EngineInput& input, const ProgramCosts& costs, std::span<const Link> links, TransferPlanner& planner,

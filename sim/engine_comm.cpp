@@ -26,14 +26,7 @@ void Engine::post(std::uint32_t rank, StreamId s, const StreamSlot& slot) {
 
 // Every member has posted: ask the planner for the transfer, and let its first phase begin.
 void Engine::start_instance(std::uint32_t group) {
-    std::uint32_t id = 0;
-    if (free_transfers_.empty()) {
-        id = static_cast<std::uint32_t>(transfers_.size());
-        transfers_.emplace_back();
-    } else {
-        id = free_transfers_.back();
-        free_transfers_.pop_back();
-    }
+    const std::uint32_t id = acquire_slot(transfers_, free_transfers_);
     Transfer& T = transfers_[id];
     std::span<const MemberOp> posted;
     const InstanceInfo info = rendezvous_.take(group, posted);
