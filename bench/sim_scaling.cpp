@@ -3,7 +3,9 @@
 //
 // The points are the scenario files next to the given one (default: the Megatron-LM SC'21
 // Table 1 rows, one model and plan per GPU count, as the paper scaled them); --gpus picks which.
-// Each point runs once to warm up, then --repeat times; the medians are printed.
+// Each point runs once to warm up, then --repeat times; the medians are printed. --no-lockstep
+// turns lockstep runs off (sim/engine_lockstep.cpp): every tensor collective and compute chain
+// is then an event of its own, with the same results.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -31,6 +33,7 @@ struct Options {
     std::string scenario = "scenarios/megatron_sc21/gpt-1008b.yaml";
     std::vector<int> gpus{64, 128, 256, 512, 1024, 1536, 1920, 2520, 3072};
     int repeat = 3;
+    bool lockstep = true;  // --no-lockstep: every collective and chain as events of its own
 };
 
 struct Sample {
@@ -47,7 +50,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 // One iteration of `sc` as strategies/run.cpp does it, with each piece timed.
-Sample run_once(const cuboid::Scenario& sc, const cuboid::hw::Hardware& hardware) {
+Sample run_once(const cuboid::Scenario& sc, const cuboid::hw::Hardware& hardware, bool lockstep) {
     Sample s;
     auto t = Clock::now();
     const cuboid::Layout layout = cuboid::validate_plan(sc);
@@ -60,7 +63,9 @@ Sample run_once(const cuboid::Scenario& sc, const cuboid::hw::Hardware& hardware
     const auto planner = hardware.make_planner(program);
     s.price_s = seconds_since(t);
     t = Clock::now();
-    const cuboid::sim::SimResult result = cuboid::sim::simulate(program, costs, hardware.links(), *planner);
+    cuboid::sim::SimOptions options;
+    options.lockstep_runs = lockstep;
+    const cuboid::sim::SimResult result = cuboid::sim::simulate(program, costs, hardware.links(), *planner, {}, options);
     s.simulate_s = seconds_since(t);
     s.events = result.events;
     s.fingerprint = result.fingerprint;
@@ -91,6 +96,7 @@ Options parse(int argc, char** argv) {
         const bool has_value = i + 1 < argc;
         if (a == "--gpus" && has_value) o.gpus = parse_list(argv[++i]);
         else if (a == "--repeat" && has_value) o.repeat = std::max(1, std::stoi(argv[++i]));
+        else if (a == "--no-lockstep") o.lockstep = false;
         else if (a == "--help" || a == "-h") throw std::invalid_argument("");
         else if (a.rfind("--", 0) != 0) o.scenario = a;
         else throw std::invalid_argument("unknown option '" + a + "'");
@@ -113,12 +119,12 @@ std::map<int, cuboid::Scenario> rows_beside(const std::string& path, const cuboi
     return rows;
 }
 
-void bench_point(int gpus, const cuboid::Scenario& sc, int repeat) {
+void bench_point(int gpus, const cuboid::Scenario& sc, int repeat, bool lockstep) {
     const auto hardware = cuboid::hw::Hardware::build(sc.cluster, cuboid::hw::Catalog::load_builtin());
-    const Sample warm = run_once(sc, *hardware);
+    const Sample warm = run_once(sc, *hardware, lockstep);
     std::vector<double> build, price, simulate, total;
     for (int r = 0; r < repeat; ++r) {
-        const Sample s = run_once(sc, *hardware);
+        const Sample s = run_once(sc, *hardware, lockstep);
         if (s.fingerprint != warm.fingerprint) throw std::runtime_error("fingerprint differs between runs");
         build.push_back(s.build_s);
         price.push_back(s.price_s);
@@ -149,10 +155,10 @@ int main(int argc, char** argv) {
                 fmt::print("{:>6} (no scenario with {} GPUs beside {})\n", g, g, o.scenario);
                 continue;
             }
-            bench_point(g, it->second, o.repeat);
+            bench_point(g, it->second, o.repeat, o.lockstep);
         }
     } catch (const std::invalid_argument& e) {
-        fmt::print(stderr, "{}usage: cuboid-bench-sim [SCENARIO.yaml] [--gpus 64,128,...] [--repeat N]\n",
+        fmt::print(stderr, "{}usage: cuboid-bench-sim [SCENARIO.yaml] [--gpus 64,128,...] [--repeat N] [--no-lockstep]\n",
                    std::string(e.what()).empty() ? "" : std::string(e.what()) + "\n");
         return 2;
     } catch (const std::exception& e) {

@@ -27,6 +27,21 @@ public:
         parts_.compute += total - recompute;
         parts_.recompute += recompute;
     }
+    // A lockstep run (sim/engine_lockstep.cpp) ends `now`. It held a tensor-parallel collective
+    // open from its first start while the compute stream looked idle, so the clock charged all of
+    // that time to tensor communication; `total` of it (`recompute` recomputation) was compute
+    // chains of the run. A chain that started at `running_since` (negative: none) still runs: its
+    // time so far is taken off too, and its end (compute_ends) charges all of it.
+    void lockstep_ends(Time now, Time total, Time recompute, Time running_since) {
+        settle(now);
+        parts_.tensor_comm_exposed -= total;
+        parts_.compute += total - recompute;
+        parts_.recompute += recompute;
+        if (running_since >= Time(0)) {
+            parts_.tensor_comm_exposed -= now - running_since;
+            busy_ = true;
+        }
+    }
     void comm_begins(OpCategory c, Time now) { count(c, now, +1); }
     void comm_ends(OpCategory c, Time now) { count(c, now, -1); }
     // Charges the time up to `now` (the rank's finish).

@@ -31,6 +31,7 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
     }
     build_ranks();
     if (options.exclusive_transfers) exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner);
+    lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     last_plans_.resize(groups_.size());
 }
 
@@ -125,6 +126,7 @@ void Engine::dispatch(const Payload& p) {
         case EventKind::PhaseDue: phase_due(p.a); break;
         case EventKind::FlowDue: flow_due(p.a, p.b); break;
         case EventKind::TransferDue: finish_transfer(p.a); break;
+        case EventKind::RunCheckpoint: checkpoint(p.a, p.b); break;
         case EventKind::Batch: break;  // never nested: a run holds events, not batches
     }
 }

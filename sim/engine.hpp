@@ -4,7 +4,9 @@
 // ops themselves and everything derived from them are shared by all ranks of an OpList. Events
 // are: a compute op (or merged chain) ends; a transfer phase's latency has passed; a flow's
 // announced completion time has come (possibly void: rescheduled since); a transfer on links of
-// its own ends (exclusive.hpp). Events scheduled back to back for one time share a queue entry
+// its own ends (exclusive.hpp), possibly the last of a lockstep run of a tensor group's
+// collectives and chains (engine_lockstep.cpp); a stream outside such a run may go on
+// (RunCheckpoint). Events scheduled back to back for one time share a queue entry
 // (Engine::schedule).
 #pragma once
 
@@ -56,10 +58,10 @@ public:
     SimResult run();
 
 private:
-    enum class EventKind : std::uint8_t { OpsDone, PhaseDue, FlowDue, TransferDue, Batch };
+    enum class EventKind : std::uint8_t { OpsDone, PhaseDue, FlowDue, TransferDue, RunCheckpoint, Batch };
     struct Payload {
-        std::uint32_t a = 0;  // OpsDone: rank; PhaseDue, TransferDue: transfer; FlowDue: flow; Batch: batch
-        std::uint32_t b = 0;  // OpsDone: stream position of the chain head; FlowDue: version
+        std::uint32_t a = 0;  // OpsDone: rank; PhaseDue, TransferDue, RunCheckpoint: transfer; FlowDue: flow; Batch: batch
+        std::uint32_t b = 0;  // OpsDone: stream position of the chain head; FlowDue: version; RunCheckpoint: its index
         EventKind kind = EventKind::OpsDone;
         StreamId stream = 0;  // OpsDone
     };
@@ -96,12 +98,46 @@ private:
         std::uint32_t source = 0;
         std::optional<ExclusiveTransfers::Shortcut> shortcut;
     };
+    // A moment inside a lockstep run when `stream` of every member reaches `count`, which some
+    // stream outside the run waits for.
+    struct RunCheckpoint {
+        Time at{0};
+        std::uint32_t count = 0;
+        StreamId stream = 0;
+    };
+    // One member's timeline as a lockstep run is planned: its compute chains and collectives.
+    struct RunChain {
+        std::uint32_t end_count = 0;  // compute-stream count when it ends
+        std::uint32_t needs = 0;      // the communication-stream count it waited for
+        std::int64_t end = 0;
+        std::uint64_t digest = 0;
+    };
+    struct RunCollective {
+        std::int64_t end = 0;
+        std::uint32_t flows = 0;
+    };
     struct Transfer {
         const TransferPlan* plan = nullptr;
         std::uint32_t group = 0;
         std::uint32_t phase = 0;
         std::uint32_t flows_left = 0;
         std::vector<MemberOp> ops;  // the op posted by each member
+        // A lockstep run that this transfer began (sim/engine_lockstep.cpp): its collectives
+        // (1: none), the stream counts every member has when its last collective ends, that
+        // collective, what the run's compute chains add to the breakdown and the fingerprint, and
+        // the moments at which streams outside the run wait for one of its ops.
+        std::uint32_t run_collectives = 1;
+        std::uint32_t run_compute_count = 0;
+        std::uint32_t run_comm_count = 0;
+        std::uint32_t run_last_op = 0;
+        Time run_busy{0};
+        Time run_recompute{0};
+        std::uint64_t run_digest = 0;
+        std::vector<RunCheckpoint> run_checkpoints;
+        // A chain of the run still running at its end (it overlaps the last collective): its
+        // start and end (run_running_end < 0: none); the engine ends it as any chain.
+        Time run_running_start{-1};
+        Time run_running_end{-1};
     };
 
     void build_ranks();
@@ -117,6 +153,18 @@ private:
     void stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops);
     void post(std::uint32_t rank, StreamId s, const StreamSlot& slot);
     void start_instance(std::uint32_t group);
+    const LastPlan& plan_for(std::uint32_t group, OpKind kind, Bytes bytes, std::uint32_t source);
+    Time start_lockstep(std::uint32_t transfer);
+    void plan_run(const OpListIndex& index, StreamId comm, std::uint32_t first, std::uint32_t group,
+                  std::uint32_t source);
+    struct RunEnd {
+        std::uint32_t last = 0;    // index in run_collectives_ of the run's last collective (0: no run)
+        std::uint32_t chains = 0;  // chains of run_chains_ that belong to the run
+        bool running = false;      // the last of them still runs when the last collective ends
+    };
+    RunEnd run_end(const OpListIndex& index, StreamId comm, std::uint32_t first) const;
+    void checkpoint(std::uint32_t transfer, std::uint32_t index);
+    void close_lockstep(std::uint32_t transfer);
     void phase_due(std::uint32_t transfer);
     void flow_due(FlowId flow, std::uint32_t version);
     void end_phase(std::uint32_t transfer);
@@ -149,6 +197,9 @@ private:
     std::vector<LastPlan> last_plans_;  // per group
     std::vector<Transfer> transfers_;
     std::vector<std::uint32_t> free_transfers_;
+    bool lockstep_ = false;  // SimOptions::lockstep_runs, and nothing observes
+    std::vector<RunChain> run_chains_;            // scratch of plan_run
+    std::vector<RunCollective> run_collectives_;
     Time now_{0};
     SimResult result_;
 };

@@ -31,18 +31,12 @@ void Engine::start_instance(std::uint32_t group) {
     std::span<const MemberOp> posted;
     const InstanceInfo info = rendezvous_.take(group, posted);
     T.ops.assign(posted.begin(), posted.end());
-    LastPlan& last = last_plans_[group];
-    if (last.plan == nullptr || last.kind != info.kind || last.bytes != info.bytes.value || last.source != info.source) {
-        last.plan = &planner_.plan(TransferRequest{group, info.kind, info.bytes, info.source});
-        last.kind = info.kind;
-        last.bytes = info.bytes.value;
-        last.source = info.source;
-        last.shortcut = exclusive_.find(group, *last.plan);
-    }
+    const LastPlan& last = plan_for(group, info.kind, info.bytes, info.source);
     T.plan = last.plan;
     T.group = group;
     T.phase = 0;
     T.flows_left = 0;
+    T.run_collectives = 1;
     const auto members = rendezvous_.members(group);
     prefetch_ranks(members, offsetof(RankState, clock));
     for (std::uint32_t m = 0; m < members.size(); ++m) {
@@ -51,14 +45,28 @@ void Engine::start_instance(std::uint32_t group) {
             for (SimObserver* obs : observers_) obs->comm_started(members[m].rank, T.ops[m].op, now_);
         }
     }
-    if (last.shortcut) {
-        // Links of its own: the end is known now, and the network is never involved.
+    if (last.shortcut && exclusive_.holds(*last.shortcut, T.ops)) {
+        // Links of its own while it runs: the end is known now, and the network is never involved.
         result_.flows += last.shortcut->flows;
-        schedule(now_ + last.shortcut->duration, Payload{id, 0, EventKind::TransferDue, 0});
+        const Time end = lockstep_ ? start_lockstep(id) : now_ + last.shortcut->duration;
+        schedule(end, Payload{id, 0, EventKind::TransferDue, 0});
         return;
     }
     const Time delay = T.plan->phases.empty() ? Time(0) : T.plan->phases.front().latency;
     schedule(now_ + delay, Payload{id, 0, EventKind::PhaseDue, 0});
+}
+
+// The plan of a request on `group`: the group's last one when the request repeats (see LastPlan).
+const Engine::LastPlan& Engine::plan_for(std::uint32_t group, OpKind kind, Bytes bytes, std::uint32_t source) {
+    LastPlan& last = last_plans_[group];
+    if (last.plan == nullptr || last.kind != kind || last.bytes != bytes.value || last.source != source) {
+        last.plan = &planner_.plan(TransferRequest{group, kind, bytes, source});
+        last.kind = kind;
+        last.bytes = bytes.value;
+        last.source = source;
+        last.shortcut = exclusive_.find(group, *last.plan);
+    }
+    return last;
 }
 
 // A phase's latency has passed: its flows enter the network.
@@ -99,6 +107,7 @@ void Engine::end_phase(std::uint32_t id) {
 // The last phase ended: every member's op finishes now. Finishing may start new instances (and
 // grow transfers_), so the record is read by index and released only at the end.
 void Engine::finish_transfer(std::uint32_t id) {
+    if (transfers_[id].run_collectives > 1) close_lockstep(id);
     const auto members = rendezvous_.members(transfers_[id].group);
     prefetch_ranks(members, 0);
     for (std::uint32_t m = 0; m < members.size(); ++m) {

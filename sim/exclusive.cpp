@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/op_order.hpp"
 #include "sim/symmetry.hpp"
 
 namespace cuboid::sim {
@@ -29,8 +30,20 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
                                  std::span<const Group> groups, TransferPlanner& planner) {
     known_.assign(groups.size(), {});
     has_exclusive_.assign(groups.size(), false);
-    link_owner_.assign(network_->link_count(), kNoOwner);
+    link_users_.assign(network_->link_count(), {});
     link_stamp_.assign(network_->link_count(), 0);
+    conditions_.clear();
+    ordered_.assign(program.op_lists.size(), {});
+    // Per op list and slot: the streams its communication ops use, one bit each.
+    slot_streams_.assign(program.op_lists.size(), {});
+    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
+        for (const Op& op : program.op_lists[l].ops) {
+            if (!is_communication(op.kind)) continue;
+            auto& streams = slot_streams_[l];
+            if (op.group_slot >= streams.size()) streams.resize(op.group_slot + 1U, 0);
+            streams[op.group_slot] = static_cast<std::uint8_t>(streams[op.group_slot] | (1U << (op.stream & 7U)));
+        }
+    }
     // (a): plan everything first, then record who uses each link.
     for (const TransferRequest& q : possible_requests(program, ranks, groups)) {
         const TransferPlan* plan = &planner.plan(q);
@@ -44,20 +57,20 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
             for (const TransferPhase& ph : k.plan->phases) {
                 for (const Flow& f : ph.flows) {
                     for (const LinkUse& u : f.links) {
-                        if (!(u.weight > 0.0) || u.link >= link_owner_.size()) continue;
-                        std::uint32_t& owner = link_owner_[u.link];
-                        owner = owner == kNoOwner || owner == g ? g : kShared;
+                        if (!(u.weight > 0.0) || u.link >= link_users_.size()) continue;
+                        auto& users = link_users_[u.link];
+                        if (users.empty() || users.back() != g) users.push_back(g);  // g ascends
                     }
                 }
             }
         }
     }
-    const std::vector<bool> serial = serial_groups(program, ranks);  // (b)
+    const std::vector<bool> serial = serial_groups(ranks);  // (b)
     for (std::uint32_t g = 0; g < known_.size(); ++g) {
         if (!serial[g]) continue;
         for (Known& k : known_[g]) {
-            const auto shortcut = closed_form(g, *k.plan);
-            if (!shortcut) continue;
+            auto shortcut = closed_form(g, *k.plan);
+            if (!shortcut || !add_conditions(program, ranks, groups, g, *k.plan, *shortcut)) continue;
             k.exclusive = true;
             k.shortcut = *shortcut;
             has_exclusive_[g] = true;
@@ -66,21 +79,68 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
     }
 }
 
-// (b): a group is serial when no rank posts ops on it from two streams (two slots of one rank
-// may name the same group: their streams count together).
-std::vector<bool> ExclusiveTransfers::serial_groups(const Program& program, std::span<const RankProgram> ranks) const {
-    std::vector<bool> serial(known_.size(), true);
-    // Per op list and slot: the streams its communication ops use, one bit each.
-    std::vector<std::vector<std::uint32_t>> slot_streams(program.op_lists.size());
-    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        for (const Op& op : program.op_lists[l].ops) {
-            if (!is_communication(op.kind)) continue;
-            auto& streams = slot_streams[l];
-            if (op.group_slot >= streams.size()) streams.resize(op.group_slot + 1U, 0);
-            streams[op.group_slot] |= 1U << (op.stream & 31U);
+// The other groups on the plan's links: each needs a member in common with `group`, whose op
+// list tells per instance whether the two can overlap (op_order.hpp). False when one has none.
+bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const RankProgram> ranks,
+                                        std::span<const Group> groups, std::uint32_t group, const TransferPlan& plan,
+                                        Shortcut& shortcut) {
+    std::vector<std::uint32_t> others;
+    for (const TransferPhase& ph : plan.phases) {
+        for (const Flow& f : ph.flows) {
+            for (const LinkUse& u : f.links) {
+                if (!(u.weight > 0.0)) continue;
+                for (const std::uint32_t h : link_users_[u.link]) {
+                    if (h != group && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
+                }
+            }
         }
     }
-    std::vector<std::uint32_t> seen_by(known_.size(), kNoOwner);  // last rank that named the group
+    shortcut.first_condition = static_cast<std::uint32_t>(conditions_.size());
+    const auto& members = groups[group].ranks;
+    for (const std::uint32_t h : others) {
+        const auto& other = groups[h].ranks;
+        const auto common = std::find_first_of(members.begin(), members.end(), other.begin(), other.end());
+        if (common == members.end()) {
+            conditions_.resize(shortcut.first_condition);
+            return false;
+        }
+        const RankProgram& rp = ranks[*common];
+        // The streams from which the common member posts to h.
+        std::uint8_t streams = 0;
+        const auto& per_slot = slot_streams_[rp.op_list];
+        for (std::size_t k = 0; k < rp.groups.size() && k < per_slot.size(); ++k) {
+            if (rp.groups[k] == h) streams = static_cast<std::uint8_t>(streams | per_slot[k]);
+        }
+        if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordered_streams(program.op_lists[rp.op_list]);
+        conditions_.push_back({static_cast<std::uint32_t>(common - members.begin()), rp.op_list, streams});
+    }
+    shortcut.last_condition = static_cast<std::uint32_t>(conditions_.size());
+    return true;
+}
+
+bool ExclusiveTransfers::holds(const Shortcut& shortcut, std::span<const MemberOp> ops) const {
+    for (std::uint32_t c = shortcut.first_condition; c < shortcut.last_condition; ++c) {
+        const Condition& k = conditions_[c];
+        if ((ordered_[k.op_list][ops[k.member].op] & k.streams) != k.streams) return false;
+    }
+    return true;
+}
+
+bool ExclusiveTransfers::holds(const Shortcut& shortcut, std::uint32_t op) const {
+    for (std::uint32_t c = shortcut.first_condition; c < shortcut.last_condition; ++c) {
+        const Condition& k = conditions_[c];
+        if ((ordered_[k.op_list][op] & k.streams) != k.streams) return false;
+    }
+    return true;
+}
+
+// (b): a group is serial when no rank posts ops on it from two streams (two slots of one rank
+// may name the same group: their streams count together).
+std::vector<bool> ExclusiveTransfers::serial_groups(std::span<const RankProgram> ranks) const {
+    std::vector<bool> serial(known_.size(), true);
+    const auto& slot_streams = slot_streams_;
+    constexpr std::uint32_t kNobody = 0xffffffffU;
+    std::vector<std::uint32_t> seen_by(known_.size(), kNobody);  // last rank that named the group
     std::vector<std::uint32_t> streams_of(known_.size(), 0);      // that rank's streams on it
     for (std::uint32_t r = 0; r < ranks.size(); ++r) {
         const RankProgram& rp = ranks[r];
@@ -110,7 +170,7 @@ std::optional<ExclusiveTransfers::Shortcut> ExclusiveTransfers::closed_form(std:
         for (const Flow& f : ph.flows) {
             for (const LinkUse& u : f.links) {
                 if (!(u.weight > 0.0)) continue;
-                if (u.link >= link_owner_.size() || link_owner_[u.link] != group || link_stamp_[u.link] == stamp_) return std::nullopt;
+                if (u.link >= link_users_.size() || link_stamp_[u.link] == stamp_) return std::nullopt;
                 link_stamp_[u.link] = stamp_;
             }
             const std::optional<Time> d = network_->solo_duration(f.links, f.bytes);
@@ -142,9 +202,11 @@ void ExclusiveTransfers::check_unknown(std::uint32_t group, const TransferPlan& 
     for (const TransferPhase& ph : plan.phases) {
         for (const Flow& f : ph.flows) {
             for (const LinkUse& u : f.links) {
-                if (!(u.weight > 0.0) || u.link >= link_owner_.size()) continue;
-                const std::uint32_t owner = link_owner_[u.link];
-                if (owner < has_exclusive_.size() && owner != group && has_exclusive_[owner]) {
+                if (!(u.weight > 0.0) || u.link >= link_users_.size()) continue;
+                const auto& users = link_users_[u.link];
+                if (std::binary_search(users.begin(), users.end(), group)) continue;  // accounted for
+                for (const std::uint32_t owner : users) {
+                    if (!has_exclusive_[owner]) continue;
                     throw std::logic_error("transfer of group " + std::to_string(group) +
                                            " was not among the possible requests and uses a link of group " +
                                            std::to_string(owner));

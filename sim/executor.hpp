@@ -67,6 +67,10 @@ struct SimOptions {
     // Run a transfer whose links no concurrent transfer can use as one event, with the duration
     // the network would compute (sim/exclusive.hpp). It changes no time; only fewer events.
     bool exclusive_transfers = true;
+    // Run a lockstep run of exclusive tensor-parallel collectives and the compute chains between
+    // them (sim/op_list_index.hpp) as one event, with the times it would have step by step. It
+    // changes no time; only fewer events. Needs exclusive_transfers, and is off under observers.
+    bool lockstep_runs = true;
     std::vector<std::vector<std::uint32_t>> fold_generators;
 };
 

@@ -54,10 +54,10 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         streams[s].push_back(slot);
     }
 
-    // Requirements, and which stream positions some other stream waits for: a chain must end
-    // there, because the waiter has to be woken when that very op finishes.
-    std::array<std::vector<bool>, kMaxStreams> awaited;
-    for (int s = 0; s < kMaxStreams; ++s) awaited[s].assign(streams[s].size(), false);
+    // Requirements, and which stream positions some other stream waits for (a bit per waiting
+    // stream): a chain must end there, because the waiter has to be woken when that very op
+    // finishes.
+    for (int s = 0; s < kMaxStreams; ++s) awaited_by[s].assign(streams[s].size(), 0);
     for (std::uint32_t op = 0; op < n; ++op) {
         const Counts need = requirements_of(list, position, op);
         StreamSlot& slot = streams[list.ops[op].stream][position[op]];
@@ -65,7 +65,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         for (int s = 0; s < kMaxStreams; ++s) {
             if (need[s] == 0) continue;
             requirements.push_back({need[s], static_cast<StreamId>(s)});
-            awaited[s][need[s] - 1] = true;
+            awaited_by[s][need[s] - 1] |= static_cast<std::uint8_t>(1U << list.ops[op].stream);
         }
         slot.req_end = static_cast<std::uint32_t>(requirements.size());
     }
@@ -83,7 +83,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
             if (merge_chains && !slots[head].is_comm) {
                 Counts head_need{};
                 for (const Requirement& r : reqs_of(slots[head])) head_need[r.stream] = r.count;
-                while (last + 1 < slots.size() && !awaited[s][last] && !slots[last + 1].is_comm &&
+                while (last + 1 < slots.size() && awaited_by[s][last] == 0 && !slots[last + 1].is_comm &&
                        within(reqs_of(slots[last + 1]), head_need)) {
                     ++last;
                 }
@@ -96,6 +96,38 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
                 if (slots[p].category == OpCategory::Recompute) h.chain_recompute += d;
             }
             head = last + 1;
+        }
+    }
+    find_lockstep_starts();
+}
+
+std::uint32_t OpListIndex::compute_requirement(const StreamSlot& slot) const {
+    bool others = false;
+    return requirement_on(slot, stream::kCompute, others);
+}
+
+std::uint32_t OpListIndex::requirement_on(const StreamSlot& slot, StreamId s, bool& others) const {
+    std::uint32_t count = 0;
+    others = false;
+    for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
+        if (requirements[i].stream == s) count = requirements[i].count;
+        else others = true;
+    }
+    return count;
+}
+
+void OpListIndex::find_lockstep_starts() {
+    const auto& chains = streams[stream::kCompute];
+    for (int x = 0; x < kMaxStreams; ++x) {
+        const auto& slots = streams[x];
+        lockstep_start[x].assign(slots.size(), false);
+        if (x == stream::kCompute) continue;
+        for (std::uint32_t k = 0; k < slots.size(); ++k) {
+            if (!lockstep_collective(slots[k])) continue;
+            const std::uint32_t head = compute_requirement(slots[k]);
+            if (head >= chains.size()) continue;
+            bool others = false;
+            lockstep_start[x][k] = requirement_on(chains[head], static_cast<StreamId>(x), others) >= k + 1;
         }
     }
 }

@@ -54,6 +54,27 @@ struct OpListIndex {
     std::array<std::vector<StreamSlot>, kMaxStreams> streams;
     std::vector<Requirement> requirements;
     std::vector<std::uint32_t> position;  // op -> its position in its stream
+    // Per stream and position, a bit per other stream that waits for the op there to finish.
+    std::array<std::vector<std::uint8_t>, kMaxStreams> awaited_by;
+    // Per stream and position: a lockstep run (sim/engine_lockstep.cpp) may begin with the op
+    // there, a tensor-parallel collective that the compute stream waits for before doing anything
+    // else. Once it starts, every member that runs it from the same position of one op list
+    // leaves it at the same time, in the same state.
+    std::array<std::vector<bool>, kMaxStreams> lockstep_start;
+
+    // The compute-stream count that the op at `slot` waits for (0: none).
+    std::uint32_t compute_requirement(const StreamSlot& slot) const;
+    // The count of stream `s` that the op at `slot` waits for (0: none), and whether it waits
+    // for any stream but `s`.
+    std::uint32_t requirement_on(const StreamSlot& slot, StreamId s, bool& others) const;
+    // A collective a lockstep run can hold: tensor-parallel, between all members of its group.
+    static bool lockstep_collective(const StreamSlot& slot) {
+        return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind != OpKind::Send &&
+               slot.kind != OpKind::Recv;
+    }
+
+private:
+    void find_lockstep_starts();
 };
 
 }  // namespace cuboid::sim

@@ -89,6 +89,14 @@ InstanceInfo Rendezvous::take(std::uint32_t group, std::span<const MemberOp>& op
     return ring_[gs.ring_base + i].info;
 }
 
+void Rendezvous::skip(std::uint32_t group, std::uint32_t n) {
+    GroupState& gs = groups_[group];
+    if (gs.count != 0) throw std::logic_error("rendezvous: an instance is pending on a group run in lockstep");
+    Member* const group_members = members_.data() + gs.posted_base;
+    for (std::uint32_t m = 0; m < gs.members; ++m) group_members[m].posted += n;
+    gs.started += n;
+}
+
 // Moves the group's ring, oldest first, to a new region of twice the size at the end of the
 // arrays (the old region stays unused: rings grow rarely and only a little).
 void Rendezvous::grow_ring(GroupState& gs) {

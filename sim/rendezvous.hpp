@@ -57,6 +57,11 @@ public:
     // posted, by member (valid until the next post on any group).
     InstanceInfo take(std::uint32_t group, std::span<const MemberOp>& ops);
 
+    // Counts the next `n` instances of `group` as posted by every member and taken, without their
+    // ops: the engine ran them in lockstep (sim/engine_lockstep.cpp). Throws std::logic_error when
+    // an instance is pending, which lockstep rules out.
+    void skip(std::uint32_t group, std::uint32_t n);
+
     // Members of `group` that have posted fewer instances than the most eager one (diagnostics).
     std::vector<std::uint32_t> missing_members(std::uint32_t group) const;
 

@@ -1,6 +1,9 @@
 // Small programs, a table planner and a recording observer for the sim tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -110,6 +113,39 @@ struct Recorder : SimObserver {
     Times& note(std::uint32_t r, std::uint32_t op) { return ops[{r, op}]; }
     const Times& at(std::uint32_t r, std::uint32_t op) const { return ops.at({r, op}); }
 };
+
+// Every number a caller sees, except the event count (and the flow count, which a folded run
+// does not share with the full one).
+inline void require_same_outcome(const SimResult& a, const SimResult& b, bool same_flows = true) {
+    REQUIRE(a.ranks.size() == b.ranks.size());
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.fingerprint == b.fingerprint);
+    if (same_flows) CHECK(a.flows == b.flows);
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        INFO("rank " << r);
+        CHECK(a.ranks[r].finish == b.ranks[r].finish);
+        const RankBreakdown& x = a.ranks[r].breakdown;
+        const RankBreakdown& y = b.ranks[r].breakdown;
+        CHECK(x.compute == y.compute);
+        CHECK(x.recompute == y.recompute);
+        CHECK(x.tensor_comm_exposed == y.tensor_comm_exposed);
+        CHECK(x.pipeline_comm_exposed == y.pipeline_comm_exposed);
+        CHECK(x.data_comm_exposed == y.data_comm_exposed);
+        CHECK(x.bubble == y.bubble);
+    }
+}
+
+// Four ranks running op list `list`: tensor groups {0,1} and {2,3} in slot 0, data groups {0,2}
+// and {1,3} in slot 1. Returns the groups in that order.
+inline std::array<std::uint32_t, 4> tensor_data_grid(TestProgram& p, std::uint32_t list) {
+    const std::array<std::uint32_t, 4> g{p.group({0, 1}, "tp"), p.group({2, 3}, "tp"), p.group({0, 2}, "dp"),
+                                         p.group({1, 3}, "dp")};
+    p.rank(list, {g[0], g[2]});
+    p.rank(list, {g[0], g[3]});
+    p.rank(list, {g[1], g[2]});
+    p.rank(list, {g[1], g[3]});
+    return g;
+}
 
 inline Time sum(const RankBreakdown& b) {
     return b.compute + b.recompute + b.tensor_comm_exposed + b.pipeline_comm_exposed + b.data_comm_exposed + b.bubble;

@@ -110,22 +110,7 @@ struct Mini3d {
     }
 };
 
-void check_same(const SimResult& a, const SimResult& b) {
-    CHECK(a.makespan == b.makespan);
-    CHECK(a.fingerprint == b.fingerprint);
-    CHECK(a.flows == b.flows);
-    REQUIRE(a.ranks.size() == b.ranks.size());
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-        const RankBreakdown &x = a.ranks[r].breakdown, &y = b.ranks[r].breakdown;
-        CHECK(a.ranks[r].finish == b.ranks[r].finish);
-        CHECK(x.compute == y.compute);
-        CHECK(x.recompute == y.recompute);
-        CHECK(x.tensor_comm_exposed == y.tensor_comm_exposed);
-        CHECK(x.pipeline_comm_exposed == y.pipeline_comm_exposed);
-        CHECK(x.data_comm_exposed == y.data_comm_exposed);
-        CHECK(x.bubble == y.bubble);
-    }
-}
+void check_same(const SimResult& a, const SimResult& b) { require_same_outcome(a, b); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/flow_network.hpp"
+#include "sim/op_order.hpp"
 #include "sim/symmetry.hpp"
 #include "sim_test_support.hpp"
 
@@ -21,25 +22,8 @@ namespace {
 SimResult run(const TestProgram& p, TablePlanner& planner, std::span<const Link> links, bool exclusive) {
     SimOptions options;
     options.exclusive_transfers = exclusive;
+    options.lockstep_runs = false;  // one event per transfer, as counted below (test_lockstep.cpp)
     return simulate(p.program, p.costs, links, planner, {}, options);
-}
-
-// Every number a caller sees, except the event count (and the flow count, which a folded run
-// does not share with the full one).
-void require_same_outcome(const SimResult& a, const SimResult& b, bool same_flows = true) {
-    REQUIRE(a.ranks.size() == b.ranks.size());
-    CHECK(a.makespan == b.makespan);
-    CHECK(a.fingerprint == b.fingerprint);
-    if (same_flows) CHECK(a.flows == b.flows);
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-        CHECK(a.ranks[r].finish == b.ranks[r].finish);
-        const RankBreakdown& x = a.ranks[r].breakdown;
-        const RankBreakdown& y = b.ranks[r].breakdown;
-        CHECK(x.compute == y.compute);
-        CHECK(x.tensor_comm_exposed == y.tensor_comm_exposed);
-        CHECK(x.data_comm_exposed == y.data_comm_exposed);
-        CHECK(x.bubble == y.bubble);
-    }
 }
 
 Flow flow(Bytes bytes, std::vector<LinkUse> uses) { return Flow{std::move(uses), bytes}; }
@@ -239,6 +223,7 @@ TEST_CASE("a folded run takes the shortcut on the quotient links with the full r
         options.fold = fold;
         options.fold_generators.push_back(shift);
         options.exclusive_transfers = exclusive;
+        options.lockstep_runs = false;
         return simulate(p.program, p.costs, planner.links, planner, {}, options);
     };
     const SimResult full = simulate_with(false, false);
@@ -251,4 +236,59 @@ TEST_CASE("a folded run takes the shortcut on the quotient links with the full r
     // of PhaseDue + FlowDue.
     CHECK(folded.fold_factor == 4.0);
     CHECK(folded_network.events - folded.events == 4);
+}
+
+TEST_CASE("a link shared with a group that has a member in common is exclusive while their ops are ordered",
+          "[sim][exclusive]") {
+    const Time us = microseconds(1.0);
+    // Tensor groups {0,1}, {2,3}; data groups {0,2}, {1,3}. Every rank: c0 -> AR1 -> c1, then AR2
+    // and the data reduction both after c1 (they may overlap), then c2 after AR2. The data group
+    // {0,2} crosses links 1 and 2 of the tensor groups; {1,3} has link 4 alone.
+    TestProgram p;
+    const auto l = p.add_list();
+    const auto c0 = p.compute(l, "c0", us);
+    const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, Bytes(2000.0), stream::kTensorComm, OpCategory::TensorComm, {c0});
+    const auto c1 = p.compute(l, "c1", us, stream::kCompute, OpCategory::Compute, {ar1});
+    const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, Bytes(2000.0), stream::kTensorComm, OpCategory::TensorComm, {c1});
+    p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(3000.0), stream::kDataComm, OpCategory::DataComm, {c1});
+    p.compute(l, "c2", us, stream::kCompute, OpCategory::Compute, {ar2});
+    const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);
+    std::vector<Link> links;
+    for (const char* name : {"l0", "l1", "l2", "l3", "l4"}) links.push_back({name, gigabytes_per_second(1.0)});
+    TablePlanner planner;
+    planner.plans[t0] = one_flow_plan(us, Bytes(2000.0), {0, 1});
+    planner.plans[t1] = one_flow_plan(us, Bytes(2000.0), {2, 3});
+    planner.plans[d0] = one_flow_plan(us, Bytes(3000.0), {1, 2});
+    planner.plans[d1] = one_flow_plan(us, Bytes(3000.0), {4});
+    const SimResult network = run(p, planner, links, false);
+    const SimResult shortcut = run(p, planner, links, true);
+    require_same_outcome(shortcut, network);
+    // AR1 ends before any rank posts the reduction: one event instead of a latency and a flow
+    // event, in both tensor groups; so does the reduction of {1,3}, on a link of its own. AR2 and
+    // the reduction of {0,2} may overlap (they do: both start after c1), and share links 1 and 2.
+    CHECK(network.events - shortcut.events == 3);
+    // Rank 0: c0, AR1 alone (1 us + 2 us), c1, then AR2 beside the reduction on link 1 at half
+    // rate each, until AR2's 2000 B are through (4 us): 1 + 3 + 1 + (1 + 4) + 1.
+    CHECK(shortcut.ranks[0].finish == us * 11.0);
+}
+
+TEST_CASE("streams ordered with a communication op follow from the dependencies alone", "[sim][exclusive]") {
+    // a (compute) -> x (tensor stream) -> b (compute); d (data stream) after a only.
+    TestProgram p;
+    const auto l = p.add_list();
+    const auto a = p.compute(l, "a", microseconds(1.0));
+    const auto x = p.comm(l, OpKind::AllReduce, "x", 0, Bytes(1.0), stream::kTensorComm, OpCategory::TensorComm, {a});
+    p.compute(l, "b", microseconds(1.0), stream::kCompute, OpCategory::Compute, {x});
+    const auto d = p.comm(l, OpKind::AllReduce, "d", 1, Bytes(1.0), stream::kDataComm, OpCategory::DataComm, {a});
+    const std::vector<std::uint8_t> ordered = ordered_streams(p.program.op_lists[l]);
+    const auto bit = [](StreamId s) { return static_cast<std::uint8_t>(1U << s); };
+    // x: a finishes before it, b starts after it: the compute stream is ordered; d may run
+    // beside it. A stream without ops is ordered with anything.
+    CHECK((ordered[x] & bit(stream::kCompute)) != 0);
+    CHECK((ordered[x] & bit(stream::kDataComm)) == 0);
+    CHECK((ordered[x] & bit(stream::kPipelineSend)) != 0);
+    // d: x may run beside it, and so may b (which only follows x).
+    CHECK((ordered[d] & bit(stream::kTensorComm)) == 0);
+    CHECK((ordered[d] & bit(stream::kCompute)) == 0);
+    CHECK(ordered[a] == 0);  // compute ops are not looked at
 }

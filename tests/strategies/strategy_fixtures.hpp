@@ -1,6 +1,8 @@
 // Small scenarios and zero-cost pricing for the strategies tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <functional>
 #include <string>
 
@@ -67,6 +69,26 @@ inline std::string rejected_key(Scenario base, const std::function<void(Scenario
         return e.where().key;
     }
     return "";
+}
+
+// Two simulations of one program agree on everything a user sees: the makespan, the fingerprint,
+// and every rank's finish and breakdown.
+inline void check_same_outcome(const sim::SimResult& a, const sim::SimResult& b) {
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.fingerprint == b.fingerprint);
+    REQUIRE(a.ranks.size() == b.ranks.size());
+    for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+        INFO("rank " << i);
+        const sim::RankOutcome& x = a.ranks[i];
+        const sim::RankOutcome& y = b.ranks[i];
+        CHECK(x.finish == y.finish);
+        CHECK(x.breakdown.compute == y.breakdown.compute);
+        CHECK(x.breakdown.recompute == y.breakdown.recompute);
+        CHECK(x.breakdown.tensor_comm_exposed == y.breakdown.tensor_comm_exposed);
+        CHECK(x.breakdown.pipeline_comm_exposed == y.breakdown.pipeline_comm_exposed);
+        CHECK(x.breakdown.data_comm_exposed == y.breakdown.data_comm_exposed);
+        CHECK(x.breakdown.bubble == y.breakdown.bubble);
+    }
 }
 
 }  // namespace cuboid::test

@@ -32,23 +32,7 @@ Runs both(const Scenario& sc) {
     return r;
 }
 
-void check_same(const Runs& r) {
-    CHECK(r.folded.makespan == r.full.makespan);
-    CHECK(r.folded.fingerprint == r.full.fingerprint);
-    REQUIRE(r.folded.ranks.size() == r.full.ranks.size());
-    for (std::size_t i = 0; i < r.full.ranks.size(); ++i) {
-        INFO("rank " << i);
-        const sim::RankOutcome& a = r.folded.ranks[i];
-        const sim::RankOutcome& b = r.full.ranks[i];
-        CHECK(a.finish == b.finish);
-        CHECK(a.breakdown.compute == b.breakdown.compute);
-        CHECK(a.breakdown.recompute == b.breakdown.recompute);
-        CHECK(a.breakdown.tensor_comm_exposed == b.breakdown.tensor_comm_exposed);
-        CHECK(a.breakdown.pipeline_comm_exposed == b.breakdown.pipeline_comm_exposed);
-        CHECK(a.breakdown.data_comm_exposed == b.breakdown.data_comm_exposed);
-        CHECK(a.breakdown.bubble == b.breakdown.bubble);
-    }
-}
+void check_same(const Runs& r) { test::check_same_outcome(r.folded, r.full); }
 
 // The tiny GPT on `nodes` DGX-like nodes of 8 GPUs (one node: NVSwitch only).
 Scenario scenario(int t, int p, int d, int nodes, Schedule schedule = Schedule::OneFOneB) {

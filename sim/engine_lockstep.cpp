@@ -1,0 +1,254 @@
+// Lockstep runs of engine.hpp (docs/simulator.md, "Lockstep runs").
+//
+// When an exclusive tensor-parallel collective starts, its members leave it together, and its
+// duration is known. If they all run the same op list from the same position, and the compute
+// stream waits for that collective, every member's compute stream and communication stream are
+// from then on the same function of time, as long as their ops wait only for each other and the
+// collectives stay exclusive: chains take their fixed durations, and each later collective starts
+// when the members post it, all at once. The engine therefore plans that stretch (the run) for one
+// member when its first collective starts, without events: it schedules the end of the run's last
+// collective as the first one's end, and one checkpoint for each moment at which a stream outside
+// the run waits for one of its ops (a data-parallel reduction for a gradient, say). Stream
+// counts, fingerprint digests (each op at its own time) and the breakdown are those of the
+// step-by-step execution.
+//
+// The breakdown: from the first collective's start to the last one's end, the compute stream of a
+// member either runs a chain of the run or waits for a collective of the run, which is moving
+// data then. The clock, which sees one tensor transfer open all along and an idle compute stream,
+// charges all of it to tensor communication; the run's chain time is moved to compute afterwards
+// (BreakdownClock::lockstep_compute).
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+#include "sim/engine.hpp"
+#include "sim/fingerprint.hpp"
+
+namespace cuboid::sim {
+
+// Called as the first collective of transfer `id` starts with a shortcut: returns when the run
+// it begins ends (its own end when it begins none).
+Time Engine::start_lockstep(std::uint32_t id) {
+    Transfer& T = transfers_[id];
+    const Time first_end = now_ + last_plans_[T.group].shortcut->duration;
+    const auto members = rendezvous_.members(T.group);
+    const MemberOp lead = T.ops[0];
+    const OpListIndex* index = ranks_[members[0].rank].index;
+    const std::uint32_t first = index->position[lead.op];
+    if (!index->lockstep_start[lead.stream][first]) return first_end;
+    for (std::uint32_t m = 1; m < members.size(); ++m) {
+        if (ranks_[members[m].rank].index != index || T.ops[m].op != lead.op) return first_end;
+    }
+    plan_run(*index, lead.stream, first, T.group, members[0].rank);
+    const RunEnd end = run_end(*index, lead.stream, first);
+    if (end.last == 0) return first_end;
+
+    // What the run adds up to: its chains but one still running, and its collectives but the
+    // last, which ends as any transfer.
+    const auto& comm = index->streams[lead.stream];
+    const auto& chains = index->streams[stream::kCompute];
+    const auto& awaited = index->awaited_by;
+    const auto outside_c = static_cast<std::uint8_t>(~(1U << lead.stream));
+    const auto outside_x = static_cast<std::uint8_t>(~(1U << stream::kCompute));
+    T.run_checkpoints.clear();
+    T.run_busy = Time(0);
+    T.run_recompute = Time(0);
+    T.run_digest = 0;
+    T.run_running_start = Time(-1);
+    T.run_running_end = Time(-1);
+    T.run_compute_count = index->compute_requirement(comm[first]);
+    for (std::uint32_t k = 0; k < end.chains; ++k) {
+        const RunChain& c = run_chains_[k];
+        const StreamSlot& head = chains[T.run_compute_count];
+        if (end.running && k + 1 == end.chains) {
+            T.run_running_end = Time(c.end);
+            T.run_running_start = Time(c.end - head.chain_time);
+            break;
+        }
+        T.run_busy += Time(head.chain_time);
+        T.run_recompute += Time(head.chain_recompute);
+        T.run_digest += c.digest;
+        T.run_compute_count = c.end_count;
+        if ((awaited[stream::kCompute][c.end_count - 1] & outside_c) != 0) {
+            T.run_checkpoints.push_back({Time(c.end), c.end_count, stream::kCompute});
+        }
+    }
+    for (std::uint32_t k = 0; k < end.last; ++k) {
+        const RunCollective& c = run_collectives_[k];
+        T.run_digest += completion_mix(c.end, comm[first + k].op);
+        if (k > 0) result_.flows += c.flows;
+        if ((awaited[lead.stream][first + k] & outside_x) != 0) {
+            T.run_checkpoints.push_back({Time(c.end), first + k + 1, lead.stream});
+        }
+    }
+    result_.flows += run_collectives_[end.last].flows;
+    rendezvous_.skip(T.group, end.last);
+    T.run_collectives = end.last + 1;
+    T.run_comm_count = first + end.last;
+    T.run_last_op = comm[first + end.last].op;
+    // By time, and before the run's end when simultaneous with it (as a chain that ends with the
+    // last collective is reported before the collective that was scheduled later).
+    std::stable_sort(T.run_checkpoints.begin(), T.run_checkpoints.end(),
+                     [](const RunCheckpoint& a, const RunCheckpoint& b) { return a.at < b.at; });
+    for (std::uint32_t k = 0; k < T.run_checkpoints.size(); ++k) {
+        schedule(T.run_checkpoints[k].at, Payload{id, k, EventKind::RunCheckpoint, 0});
+    }
+    return Time(run_collectives_[end.last].end);
+}
+
+// One member's compute chains and collectives from the first collective's start (now), as far as
+// they wait only for each other and the collectives have shortcuts, into run_chains_ and
+// run_collectives_ (the first collective at index 0). The two streams are advanced in turn, each
+// as far as the other allows.
+void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first, std::uint32_t group,
+                      std::uint32_t source) {
+    const auto& chains = index.streams[stream::kCompute];
+    const auto& comm = index.streams[x];
+    run_chains_.clear();
+    run_collectives_.assign(1, {(now_ + last_plans_[group].shortcut->duration).value, 0});
+    const std::uint32_t compute_base = index.compute_requirement(comm[first]);
+    std::uint32_t head = compute_base;
+    std::int64_t compute_free = now_.value;  // the compute stream waits for the first collective
+    bool compute_stops = false;
+    bool comm_stops = false;
+    for (bool moved = true; moved;) {
+        moved = false;
+        while (!compute_stops && head < chains.size()) {
+            const StreamSlot& h = chains[head];
+            bool others = false;
+            const std::uint32_t needs = index.requirement_on(h, x, others);
+            if (h.is_comm || others) {
+                compute_stops = true;
+                break;
+            }
+            std::int64_t t = compute_free;
+            if (needs > first) {
+                if (needs - first > run_collectives_.size()) break;  // the collective is not planned yet
+                t = std::max(t, run_collectives_[needs - first - 1].end);
+            }
+            std::uint64_t digest = 0;
+            for (std::uint32_t p = head; p <= h.chain_last; ++p) {
+                t += chains[p].duration;
+                digest += completion_mix(t, chains[p].op);
+            }
+            run_chains_.push_back({h.chain_last + 1, needs, t, digest});
+            compute_free = t;
+            head = h.chain_last + 1;
+            moved = true;
+        }
+        while (!comm_stops) {
+            const std::uint32_t j = first + static_cast<std::uint32_t>(run_collectives_.size());
+            if (j >= comm.size() || !OpListIndex::lockstep_collective(comm[j]) ||
+                comm[j].group_slot != comm[first].group_slot) {
+                comm_stops = true;
+                break;
+            }
+            bool others = false;
+            const std::uint32_t needs = index.requirement_on(comm[j], stream::kCompute, others);
+            if (others) {
+                comm_stops = true;
+                break;
+            }
+            std::int64_t post = run_collectives_.back().end;
+            if (needs > compute_base) {
+                const auto c = std::lower_bound(run_chains_.begin(), run_chains_.end(), needs,
+                                                [](const RunChain& r, std::uint32_t n) { return r.end_count < n; });
+                if (c == run_chains_.end()) break;  // the chain is not planned yet
+                post = std::max(post, c->end);
+            }
+            // The request the rendezvous would describe: the members' (identical) kind and
+            // bytes, the group's first rank as source (a collective, never a pair).
+            const LastPlan& plan = plan_for(group, comm[j].kind, comm[j].bytes, source);
+            if (!plan.shortcut || !exclusive_.holds(*plan.shortcut, comm[j].op)) {
+                comm_stops = true;
+                break;
+            }
+            run_collectives_.push_back({post + plan.shortcut->duration.value, plan.shortcut->flows});
+            moved = true;
+        }
+    }
+}
+
+// The last collective at whose end the run can hand its streams back, and the chains that belong
+// to the run then: those that need only earlier collectives. Every one of them but the last has
+// ended by then; the last may still run (it overlaps the last collective) and the engine ends it
+// as any chain. If the compute stream is idle instead, its next op must wait for the last
+// collective, or it would have started earlier. And every collective of the run waits only for
+// chains that have ended.
+Engine::RunEnd Engine::run_end(const OpListIndex& index, StreamId x, std::uint32_t first) const {
+    const auto& chains = index.streams[stream::kCompute];
+    const auto& comm = index.streams[x];
+    const std::uint32_t compute_base = index.compute_requirement(comm[first]);
+    for (auto last = static_cast<std::uint32_t>(run_collectives_.size()); last-- > 1;) {
+        const std::int64_t end = run_collectives_[last].end;
+        std::uint32_t c = 0;
+        while (c < run_chains_.size() && run_chains_[c].needs <= first + last) ++c;
+        const bool running = c > 0 && run_chains_[c - 1].end > end;
+        const std::uint32_t count = c > 0 ? run_chains_[c - 1].end_count : compute_base;
+        const std::uint32_t ended = !running ? count : c > 1 ? run_chains_[c - 2].end_count : compute_base;
+        bool others = false;
+        if (!running && count < chains.size() && index.requirement_on(chains[count], x, others) < first + last + 1) {
+            continue;
+        }
+        bool posted = true;
+        for (std::uint32_t k = 1; k <= last && posted; ++k) {
+            posted = index.requirement_on(comm[first + k], stream::kCompute, others) <= ended;
+        }
+        if (posted) return {last, c, running};
+    }
+    return {};
+}
+
+// Every member's `stream` reaches the checkpoint's count: streams outside the run that wait for
+// it may start. The run's own streams stay with the run.
+void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
+    const Transfer& T = transfers_[id];
+    const RunCheckpoint cp = T.run_checkpoints[k];
+    const auto run_streams = static_cast<unsigned>((1U << stream::kCompute) | (1U << T.ops[0].stream));
+    for (const Rendezvous::Member& member : rendezvous_.members(T.group)) {
+        RankState& R = ranks_[member.rank];
+        R.remaining -= cp.count - R.done[cp.stream];
+        R.done[cp.stream] = cp.count;
+        unsigned todo = R.waiters[cp.stream] & ~run_streams;
+        while (todo != 0) {
+            const auto s = static_cast<StreamId>(std::countr_zero(todo));
+            todo &= todo - 1;
+            if (R.done[cp.stream] < R.wait_count[s]) continue;
+            R.waiters[cp.stream] = static_cast<std::uint8_t>(R.waiters[cp.stream] & ~(1U << s));
+            try_start(member.rank, s);
+        }
+    }
+}
+
+// The run of transfer `id` ends now, with its last collective: every member's streams take the
+// counts they have then, the run's ops are reported, and a chain still running is scheduled to end
+// as any chain. Afterwards the transfer is that last collective, ending now.
+void Engine::close_lockstep(std::uint32_t id) {
+    Transfer& T = transfers_[id];
+    const StreamId x = T.ops[0].stream;
+    const bool running = T.run_running_end >= Time(0);
+    const auto compute_bit = static_cast<std::uint8_t>(1U << stream::kCompute);
+    std::uint64_t keys = 0;
+    for (std::uint32_t m = 0; m < T.ops.size(); ++m) {
+        const std::uint32_t rank = rendezvous_.members(T.group)[m].rank;
+        RankState& R = ranks_[rank];
+        keys += R.key;
+        R.remaining -= (T.run_compute_count - R.done[stream::kCompute]) + (T.run_comm_count - R.done[x]);
+        R.done[stream::kCompute] = T.run_compute_count;
+        R.done[x] = T.run_comm_count;
+        R.clock.lockstep_ends(now_, T.run_busy, T.run_recompute, running ? T.run_running_start : Time(-1));
+        if (running) {
+            // The compute stream is busy, no longer waiting for the collective that ends now.
+            R.busy = static_cast<std::uint8_t>(R.busy | compute_bit);
+            R.waiters[x] = static_cast<std::uint8_t>(R.waiters[x] & ~compute_bit);
+            schedule(T.run_running_end, Payload{rank, T.run_compute_count, EventKind::OpsDone, stream::kCompute});
+        }
+        T.ops[m].op = T.run_last_op;
+    }
+    // Every member has the same times and ops: one digest, times the sum of their keys.
+    result_.fingerprint += T.run_digest * keys;
+    T.run_collectives = 1;
+}
+
+}  // namespace cuboid::sim

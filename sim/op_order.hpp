@@ -1,0 +1,25 @@
+// Happens-before between the streams of one op list, from its dependencies alone.
+//
+// An op can start only after the ops it depends on, and the ops before it on its own stream, have
+// finished, and after everything those waited for. For op o let need(o)[s] be the number of ops of
+// stream s that must have finished before o starts, transitively. Then op a (stream s, position
+// k) finishes before b starts exactly when need(b)[s] > k, for every execution of the list.
+//
+// ExclusiveTransfers (sim/exclusive.hpp) asks, for a communication op, whether every op of some
+// other stream is ordered with it (finishes before it starts, or starts after it finishes): then
+// no instance posted from that stream can overlap the op's instance on this rank.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/program.hpp"
+
+namespace cuboid::sim {
+
+// Per op of `list`: a bit per stream (other than the op's own) whose every op is ordered with it.
+// Computed for communication ops; 0 for compute ops. Throws std::logic_error on a dependency on a
+// later op or a stream id of 8 or more.
+std::vector<std::uint8_t> ordered_streams(const OpList& list);
+
+}  // namespace cuboid::sim

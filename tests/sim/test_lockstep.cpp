@@ -1,0 +1,113 @@
+// Lockstep runs (sim/engine_lockstep.cpp): a tensor group's exclusive collectives and the compute
+// chains between them run as one event, with the step-by-step times to the picosecond, including
+// compute that overlaps a collective and a stream outside the run that waits for an op inside it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "sim/executor.hpp"
+#include "sim_test_support.hpp"
+
+using namespace cuboid;
+using namespace cuboid::sim;
+using namespace cuboid::sim::test;
+
+namespace {
+
+SimResult run(const TestProgram& p, TablePlanner& planner, std::span<const Link> links, bool lockstep,
+              std::span<SimObserver* const> observers = {}) {
+    SimOptions options;
+    options.lockstep_runs = lockstep;
+    return simulate(p.program, p.costs, links, planner, observers, options);
+}
+
+// Tensor groups {0,1} and {2,3}, data groups {0,2} and {1,3}, each group on a link of its own
+// (1 GB/s, one flow per instance, 1 us of latency). One op list:
+//   a (1 us) -> AR1 -> b (2 us) -> AR2, while w (3 us, after b) overlaps AR2 -> c (0.5 us, after
+//   AR2 and w) -> AR3 -> e (0.7 us); and on the data stream, a reduction after w.
+struct Fixture {
+    TestProgram p;
+    TablePlanner planner;
+    std::vector<Link> links;
+    std::uint32_t w = 0;
+    Bytes tensor_bytes;
+
+    explicit Fixture(Bytes tp_bytes) : tensor_bytes(tp_bytes) {
+        const Time us = microseconds(1.0);
+        const auto l = p.add_list();
+        const auto a = p.compute(l, "a", us);
+        const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {a});
+        const auto b = p.compute(l, "b", us * 2.0, stream::kCompute, OpCategory::Compute, {ar1});
+        const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {b});
+        w = p.compute(l, "w", us * 3.0, stream::kCompute, OpCategory::Recompute, {b});
+        const auto c = p.compute(l, "c", us * 0.5, stream::kCompute, OpCategory::Compute, {ar2, w});
+        p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(1.0e3), stream::kDataComm, OpCategory::DataComm, {w});
+        const auto ar3 = p.comm(l, OpKind::AllReduce, "ar3", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {c});
+        p.compute(l, "e", us * 0.7, stream::kCompute, OpCategory::Compute, {ar3});
+        const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);
+        for (const auto g : {t0, t1, d0, d1}) {
+            links.push_back({"own" + std::to_string(g), gigabytes_per_second(1.0)});
+            const Bytes bytes = g == t0 || g == t1 ? tp_bytes : Bytes(1.0e3);
+            planner.plans[g] = one_flow_plan(us, bytes, {static_cast<LinkId>(g)});
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a lockstep run has the step-by-step times, breakdown and fingerprint", "[sim][lockstep]") {
+    const Time us = microseconds(1.0);
+    // AR2 (1 us + 1 KB at 1 GB/s = 2 us) is shorter than w (3 us), and longer (1 us + 4 us) for
+    // 4 KB: both orders of the overlap.
+    for (const double kb : {1.0, 4.0}) {
+        INFO("tensor all-reduce of " << kb << " KB");
+        Fixture f(Bytes(kb * 1.0e3));
+        const SimResult stepwise = run(f.p, f.planner, f.links, false);
+        const SimResult lockstep = run(f.p, f.planner, f.links, true);
+        require_same_outcome(lockstep, stepwise);
+        // Closed form of a rank's finish: a, AR1, b, then AR2 beside w, c, AR3, e. The data
+        // reduction (after w) runs on a link of its own and holds nothing up.
+        const Time ar = us + Time(static_cast<std::int64_t>(kb * 1.0e3 / 1.0e9 / 1e-12));
+        const Time finish = us + ar + us * 2.0 + std::max(ar, us * 3.0) + us * 0.5 + ar + us * 0.7;
+        for (const RankOutcome& r : lockstep.ranks) CHECK(r.finish == finish);
+        // Breakdown: w is recomputation; the compute stream waits for AR1, AR3 and what of AR2
+        // outlasts w.
+        const RankBreakdown& b = lockstep.ranks[0].breakdown;
+        CHECK(b.recompute == us * 3.0);
+        CHECK(b.compute == us + us * 2.0 + us * 0.5 + us * 0.7);  // a, b, c, e
+        CHECK(b.tensor_comm_exposed == ar * 2 + std::max(Time(0), ar - us * 3.0));
+        CHECK(b.bubble == Time(0));
+        // Events step by step, per tensor group: a, b, w, c, e end on each of 2 ranks (10) and
+        // AR1..AR3 end (3); per data group, its one transfer (2 in all): 2 x 13 + 2 = 28. The run
+        // from AR1 to AR3 replaces b, w, c, AR1, AR2 and AR3 (9 per group) by its end and one
+        // checkpoint when w ends, which the data stream waits for: 2 x (13 - 9 + 2) + 2 = 14.
+        CHECK(stepwise.events == 28);
+        CHECK(lockstep.events == 14);
+    }
+}
+
+TEST_CASE("a stream outside the run starts when the op it waits for ends, not when the run ends",
+          "[sim][lockstep]") {
+    const Time us = microseconds(1.0);
+    Fixture f(Bytes(1.0e3));
+    Recorder rec;
+    std::vector<SimObserver*> observers{&rec};
+    // Observed, the engine runs step by step: the reference times of every op.
+    const SimResult observed = run(f.p, f.planner, f.links, true, observers);
+    const SimResult lockstep = run(f.p, f.planner, f.links, true);
+    require_same_outcome(lockstep, observed);
+    // The data reduction starts when w ends on both ranks of its group: a + AR1 + b + w.
+    const Time ar = us * 2.0;
+    CHECK(rec.at(0, f.w).finished == us + ar + us * 2.0 + us * 3.0);
+    CHECK(lockstep.events < observed.events);
+}
+
+TEST_CASE("without shortcuts there is no lockstep run", "[sim][lockstep]") {
+    // The two tensor groups share one link: their all-reduces take the network, step by step.
+    Fixture f(Bytes(1.0e3));
+    f.planner.plans[1] = f.planner.plans[0];
+    const SimResult stepwise = run(f.p, f.planner, f.links, false);
+    const SimResult lockstep = run(f.p, f.planner, f.links, true);
+    require_same_outcome(lockstep, stepwise);
+    CHECK(lockstep.events == stepwise.events);
+}
