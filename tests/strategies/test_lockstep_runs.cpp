@@ -103,6 +103,22 @@ TEST_CASE("lockstep runs give the step-by-step results under every overlap and r
         chunks.parallel.overlap_chunks = 2;
         check_same(both(chunks));
     }
+    SECTION("2d (2 x 2), 3d (2 x 2 x 2) and atp (8) tensor modes on one node") {
+        // Their collectives run on row, column and depth groups of the mesh (several slots), so
+        // runs stop where the slot changes.
+        for (const TensorMode mode : {TensorMode::TwoD, TensorMode::ThreeD, TensorMode::Atp}) {
+            INFO("tensor mode " << static_cast<int>(mode));
+            Scenario sc = node_tensor_scenario(1, 1, 1);
+            if (mode == TensorMode::TwoD) {
+                sc.parallel.tensor = 4;
+                sc.parallel.data = 2;
+            }
+            sc.parallel.tensor_mode = mode;
+            sc.training.micro_batch = 4;  // 2d and 3d split a micro-batch's sequences over the mesh
+            sc.training.global_batch = 16;
+            check_same(both(sc));
+        }
+    }
 }
 
 TEST_CASE("lockstep runs compose with folding and with host dispatch", "[strategies][lockstep]") {
