@@ -12,11 +12,14 @@
 // counts, fingerprint digests (each op at its own time) and the breakdown are those of the
 // step-by-step execution.
 //
+// The run ends with its last collective. A chain that overlaps that collective (a weight-gradient
+// GEMM beside it) may still run then; the engine ends it as any chain, with its own event.
+//
 // The breakdown: from the first collective's start to the last one's end, the compute stream of a
 // member either runs a chain of the run or waits for a collective of the run, which is moving
 // data then. The clock, which sees one tensor transfer open all along and an idle compute stream,
 // charges all of it to tensor communication; the run's chain time is moved to compute afterwards
-// (BreakdownClock::lockstep_compute).
+// (BreakdownClock::lockstep_ends).
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
