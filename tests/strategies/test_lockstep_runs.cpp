@@ -3,6 +3,9 @@
 // and where tensor collectives run on links no other transfer uses meanwhile, far fewer events.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <cstdint>
+
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/hardware.hpp"
 #include "strategies/host_dispatch.hpp"
@@ -149,5 +152,46 @@ TEST_CASE("tensor groups that share NVLinks with data-parallel rings run in lock
         const Runs r = both(sc);
         check_same(r);
         CHECK(r.lockstep.events * 2 < r.stepwise.events);
+    }
+}
+
+TEST_CASE("lockstep runs give the step-by-step results over a spread of random plans", "[strategies][lockstep]") {
+    // 100 plans drawn with a fixed seed (the same every run) from tensor {2, 4, 8} x pipeline
+    // {1, 2, 4} x data {1, 2, 4} on 8-GPU nodes, micro-batch {1, 2}, schedule, recompute policy,
+    // both overlaps, sequence parallelism: node-wide and shared tensor links, single and several
+    // nodes, every way a run can start, stop or overlap.
+    std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+    const auto draw = [&state](std::uint64_t n) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // Knuth's MMIX LCG
+        return static_cast<int>((state >> 33) % n);
+    };
+    int plans = 0;
+    while (plans < 100) {
+        const int t = 2 << draw(3);
+        const int p = 1 << draw(3);
+        const int d = 1 << draw(3);
+        if (t * p * d < 8) continue;  // whole nodes
+        const Schedule schedule = std::array{Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}[draw(3)];
+        if (schedule == Schedule::Interleaved && p == 1) continue;
+        Scenario sc = test::tiny_scenario(t, p, d, 4, 8);
+        sc.model.hidden = 256;
+        sc.model.heads = 8;
+        sc.model.seq_len = 128;
+        sc.cluster.nodes = t * p * d / 8;
+        sc.cluster.gpus_per_node = 8;
+        sc.training.micro_batch = 1 + draw(2);
+        sc.training.global_batch = 4 * d * sc.training.micro_batch;
+        sc.parallel.schedule = schedule;
+        if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
+        sc.parallel.recompute = std::array{Recompute::None, Recompute::Full, Recompute::Selective}[draw(3)];
+        sc.parallel.dp_overlap = draw(2) == 1;
+        sc.parallel.tp_backward_overlap = draw(2) == 1;
+        sc.parallel.sequence_parallel = draw(2) == 1;
+        INFO("t " << t << " p " << p << " d " << d << " mb " << sc.training.micro_batch << " " << to_string(schedule)
+                  << " recompute " << to_string(sc.parallel.recompute) << " dp_overlap " << sc.parallel.dp_overlap
+                  << " tp_backward_overlap " << sc.parallel.tp_backward_overlap << " sp "
+                  << sc.parallel.sequence_parallel);
+        check_same(both(sc, draw(2) == 1));
+        ++plans;
     }
 }
