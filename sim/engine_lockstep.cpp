@@ -22,6 +22,7 @@
 // (BreakdownClock::lockstep_ends).
 #include <algorithm>
 #include <bit>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -90,10 +91,14 @@ Time Engine::start_lockstep(std::uint32_t id) {
     T.run_collectives = end.last + 1;
     T.run_comm_count = first + end.last;
     T.run_last_op = comm[first + end.last].op;
-    // By time, and before the run's end when simultaneous with it (as a chain that ends with the
-    // last collective is reported before the collective that was scheduled later).
-    std::stable_sort(T.run_checkpoints.begin(), T.run_checkpoints.end(),
-                     [](const RunCheckpoint& a, const RunCheckpoint& b) { return a.at < b.at; });
+    // By time, keeping the order above among equal times, and before the run's end when
+    // simultaneous with it (as a chain that ends with the last collective is reported before the
+    // collective that was scheduled later). An insertion sort: the two lists above are each in
+    // time order and short, and a run must not allocate.
+    auto& cps = T.run_checkpoints;
+    for (std::size_t i = 1; i < cps.size(); ++i) {
+        for (std::size_t j = i; j > 0 && cps[j].at < cps[j - 1].at; --j) std::swap(cps[j], cps[j - 1]);
+    }
     for (std::uint32_t k = 0; k < T.run_checkpoints.size(); ++k) {
         schedule(T.run_checkpoints[k].at, Payload{id, k, EventKind::RunCheckpoint, 0});
     }
@@ -232,9 +237,10 @@ void Engine::close_lockstep(std::uint32_t id) {
     const StreamId x = T.ops[0].stream;
     const bool running = T.run_running_end >= Time(0);
     const auto compute_bit = static_cast<std::uint8_t>(1U << stream::kCompute);
+    const auto members = rendezvous_.members(T.group);
     std::uint64_t keys = 0;
-    for (std::uint32_t m = 0; m < T.ops.size(); ++m) {
-        const std::uint32_t rank = rendezvous_.members(T.group)[m].rank;
+    for (std::uint32_t m = 0; m < members.size(); ++m) {
+        const std::uint32_t rank = members[m].rank;
         RankState& R = ranks_[rank];
         keys += R.key;
         R.remaining -= (T.run_compute_count - R.done[stream::kCompute]) + (T.run_comm_count - R.done[x]);
