@@ -34,6 +34,19 @@ inline Scenario tiny_scenario(int t, int p, int d, int m, int layers = 8) {
     return sc;
 }
 
+// The tiny GPT, wider (hidden 256, sequence 128), on `nodes` DGX-like nodes of t*p*d / nodes GPUs
+// (one node: NVSwitch only), with `schedule` (interleaved: 2 virtual stages).
+inline Scenario cluster_scenario(int t, int p, int d, int nodes, Schedule schedule = Schedule::OneFOneB) {
+    Scenario sc = tiny_scenario(t, p, d, 4, 8);
+    sc.model.hidden = 256;
+    sc.model.seq_len = 128;
+    sc.cluster.nodes = nodes;
+    sc.cluster.gpus_per_node = t * p * d / nodes;
+    sc.parallel.schedule = schedule;
+    if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
+    return sc;
+}
+
 // Communication costs nothing: every transfer is a plan without phases.
 class FreePlanner : public sim::TransferPlanner {
 public:

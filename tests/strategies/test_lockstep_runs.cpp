@@ -52,14 +52,8 @@ void check_same(const Runs& r) {
 // The tiny GPT with tensor groups of 8 (a whole NVSwitch node each: their links are their own,
 // so their all-reduces are exclusive) on `nodes` nodes.
 Scenario node_tensor_scenario(int p, int d, int nodes, Schedule schedule = Schedule::OneFOneB) {
-    Scenario sc = test::tiny_scenario(8, p, d, 4, 8);
-    sc.model.hidden = 256;
+    Scenario sc = test::cluster_scenario(8, p, d, nodes, schedule);
     sc.model.heads = 8;
-    sc.model.seq_len = 128;
-    sc.cluster.nodes = nodes;
-    sc.cluster.gpus_per_node = 8;
-    sc.parallel.schedule = schedule;
-    if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
     return sc;
 }
 
@@ -143,11 +137,7 @@ TEST_CASE("tensor groups that share NVLinks with data-parallel rings run in lock
     // are exclusive while they run, and form runs.
     for (const bool dp_overlap : {true, false}) {
         INFO("dp_overlap " << dp_overlap);
-        Scenario sc = test::tiny_scenario(4, 2, 4, 4, 8);
-        sc.model.hidden = 256;
-        sc.model.seq_len = 128;
-        sc.cluster.nodes = 4;
-        sc.cluster.gpus_per_node = 8;
+        Scenario sc = test::cluster_scenario(4, 2, 4, 4);
         sc.parallel.dp_overlap = dp_overlap;
         const Runs r = both(sc);
         check_same(r);
@@ -173,16 +163,10 @@ TEST_CASE("lockstep runs give the step-by-step results over a spread of random p
         if (t * p * d < 8) continue;  // whole nodes
         const Schedule schedule = std::array{Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}[draw(3)];
         if (schedule == Schedule::Interleaved && p == 1) continue;
-        Scenario sc = test::tiny_scenario(t, p, d, 4, 8);
-        sc.model.hidden = 256;
+        Scenario sc = test::cluster_scenario(t, p, d, t * p * d / 8, schedule);
         sc.model.heads = 8;
-        sc.model.seq_len = 128;
-        sc.cluster.nodes = t * p * d / 8;
-        sc.cluster.gpus_per_node = 8;
         sc.training.micro_batch = 1 + draw(2);
         sc.training.global_batch = 4 * d * sc.training.micro_batch;
-        sc.parallel.schedule = schedule;
-        if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
         sc.parallel.recompute = std::array{Recompute::None, Recompute::Full, Recompute::Selective}[draw(3)];
         sc.parallel.dp_overlap = draw(2) == 1;
         sc.parallel.tp_backward_overlap = draw(2) == 1;

@@ -34,25 +34,13 @@ Runs both(const Scenario& sc) {
 
 void check_same(const Runs& r) { test::check_same_outcome(r.folded, r.full); }
 
-// The tiny GPT on `nodes` DGX-like nodes of 8 GPUs (one node: NVSwitch only).
-Scenario scenario(int t, int p, int d, int nodes, Schedule schedule = Schedule::OneFOneB) {
-    Scenario sc = test::tiny_scenario(t, p, d, 4, 8);
-    sc.model.hidden = 256;
-    sc.model.seq_len = 128;
-    sc.cluster.nodes = nodes;
-    sc.cluster.gpus_per_node = t * p * d / nodes;
-    sc.parallel.schedule = schedule;
-    if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
-    return sc;
-}
-
 }  // namespace
 
 TEST_CASE("1d plans fold over the tensor and data coordinates, with the full run's results",
           "[strategies][fold]") {
     for (const Schedule s : {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
         INFO("schedule " << to_string(s));
-        const Runs r = both(scenario(2, 2, 2, 1, s));
+        const Runs r = both(test::cluster_scenario(2, 2, 2, 1, s));
         // One orbit per pipeline stage: 8 ranks simulated as 2.
         CHECK(r.folded.folded);
         CHECK(r.folded.fold_factor == 4.0);
@@ -67,7 +55,7 @@ TEST_CASE("multi-node fat-tree plans fold as far as the leaves allow", "[strateg
         // of one stage. HDR switches have 40 ports, 20 down (networks.yaml): node 2's NICs 16-23
         // straddle leaves 0 and 1, so no shift of the replicas maps the network onto itself; the
         // tensor shift (GPUs 0-3 and 4-7 each stay on their leaf) does: orbits of 4 ranks.
-        const Runs r = both(scenario(4, 2, 4, 4));
+        const Runs r = both(test::cluster_scenario(4, 2, 4, 4));
         CHECK(r.folded.folded);
         CHECK(r.folded.fold_factor == 4.0);
         check_same(r);
@@ -76,7 +64,7 @@ TEST_CASE("multi-node fat-tree plans fold as far as the leaves allow", "[strateg
         // Same plan at 400 Gb/s: radix 64, 32 NICs per leaf, all 4 nodes on one leaf. Shifting
         // the replicas by two maps node 0 onto node 1 (and 2 onto 3): orbits of 4 x 2 ranks. The
         // shift by one maps a ring hop inside a node onto one between nodes and fails.
-        Scenario sc = scenario(4, 2, 4, 4);
+        Scenario sc = test::cluster_scenario(4, 2, 4, 4);
         sc.cluster.nic_gbps = 400;
         const Runs r = both(sc);
         CHECK(r.folded.folded);
@@ -88,7 +76,7 @@ TEST_CASE("multi-node fat-tree plans fold as far as the leaves allow", "[strateg
         // swaps the leaves; shifts by one or two map a hop inside a leaf onto one across the spine.
         // The data-parallel all-reduce of large gradients is a ring, invariant under the leaf
         // swap: orbits of 8 tensor ranks x 2 replicas.
-        Scenario sc = scenario(8, 1, 8, 8);
+        Scenario sc = test::cluster_scenario(8, 1, 8, 8);
         sc.model.hidden = 2048;
         sc.model.heads = 16;
         sc.cluster.nic_gbps = 400;
@@ -107,10 +95,10 @@ TEST_CASE("multi-node fat-tree plans fold as far as the leaves allow", "[strateg
 }
 
 TEST_CASE("ZeRO and 2d tensor plans give the full run's results, folded or not", "[strategies][fold]") {
-    Scenario zero = scenario(2, 2, 2, 1);
+    Scenario zero = test::cluster_scenario(2, 2, 2, 1);
     zero.parallel.zero_stage = 1;
     check_same(both(zero));
-    Scenario two_d = scenario(4, 1, 2, 1);
+    Scenario two_d = test::cluster_scenario(4, 1, 2, 1);
     two_d.parallel.tensor_mode = TensorMode::TwoD;
     two_d.training.micro_batch = 2;  // 2d splits a micro-batch's sequences over q = 2
     two_d.training.global_batch = 16;
@@ -123,7 +111,7 @@ TEST_CASE("ZeRO and 2d tensor plans give the full run's results, folded or not",
 TEST_CASE("an oversubscribed fat tree gives the full run's results, folded or not", "[strategies][fold]") {
     // 2:1 oversubscription: a leaf of radix R holds R x 2/3 NICs (topology.hpp), not a whole
     // number of 8-NIC nodes, so the 12 replicas (one node each) sit unevenly on the leaves.
-    Scenario sc = scenario(8, 1, 12, 12);
+    Scenario sc = test::cluster_scenario(8, 1, 12, 12);
     sc.model.heads = 8;
     sc.cluster.oversubscription = 2.0;
     check_same(both(sc));
