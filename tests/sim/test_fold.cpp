@@ -115,19 +115,8 @@ SimResult run(const TestProgram& t, StarPlanner& planner, std::optional<RankMap>
     return simulate(t.program, t.costs, planner.links, planner, {}, options);
 }
 
-void check_same(const SimResult& folded, const SimResult& full) {
-    CHECK(folded.makespan == full.makespan);
-    CHECK(folded.fingerprint == full.fingerprint);
-    REQUIRE(folded.ranks.size() == full.ranks.size());
-    for (std::size_t r = 0; r < full.ranks.size(); ++r) {
-        INFO("rank " << r);
-        CHECK(folded.ranks[r].finish == full.ranks[r].finish);
-        CHECK(folded.ranks[r].breakdown.compute == full.ranks[r].breakdown.compute);
-        CHECK(folded.ranks[r].breakdown.pipeline_comm_exposed == full.ranks[r].breakdown.pipeline_comm_exposed);
-        CHECK(folded.ranks[r].breakdown.data_comm_exposed == full.ranks[r].breakdown.data_comm_exposed);
-        CHECK(folded.ranks[r].breakdown.bubble == full.ranks[r].breakdown.bubble);
-    }
-}
+// A folded run starts fewer flows than the full one; everything else is equal.
+void check_same(const SimResult& folded, const SimResult& full) { test::require_same_outcome(folded, full, false); }
 
 }  // namespace
 
