@@ -14,6 +14,7 @@
 
 #include "calibrate/cuda/sweeps.hpp"
 #include "calibrate/fit/gpu_names.hpp"
+#include "calibrate/fit/passes.hpp"
 #include "calibrate/fit/profile_writer.hpp"
 
 namespace po = boost::program_options;
@@ -69,17 +70,23 @@ std::map<std::string, std::string> metadata(const DeviceInfo& d, const Options& 
     return m;
 }
 
-// The single-GPU passes (launch, GEMMs, memory-bound kernels, host copies) on `device`.
+// The single-GPU passes (launch, GEMMs, memory-bound kernels, host copies) on `device`, run
+// plan.passes times; each point keeps the median of its passes (calibrate/fit/passes.hpp).
 void measure_device(const Options& o, int device, const Plan& plan, Measurements& m) {
-    auto step = [&](const char* pass, auto&& run) {
-        if (skipped(o, pass)) return m.notes.push_back(std::string(pass) + ": skipped (--skip)");
-        std::cerr << "measuring " << pass << " ...\n";
-        run();
-    };
-    step("launch", [&] { measure_launch(device, plan, m); });
-    step("gemm", [&] { measure_gemms(device, plan, m); });
-    step("memory", [&] { measure_memory_kernels(device, plan, m); });
-    step("copies", [&] { measure_host_copies(device, plan, m); });
+    std::vector<Measurements> passes(std::size_t(plan.passes), m);
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+        Measurements& pass = passes[i];
+        auto step = [&](const char* name, auto&& run) {
+            if (skipped(o, name)) return pass.notes.push_back(std::string(name) + ": skipped (--skip)");
+            std::cerr << "measuring " << name << " (pass " << i + 1 << " of " << passes.size() << ") ...\n";
+            run();
+        };
+        step("launch", [&] { measure_launch(device, plan, pass); });
+        step("gemm", [&] { measure_gemms(device, plan, pass); });
+        step("memory", [&] { measure_memory_kernels(device, plan, pass); });
+        step("copies", [&] { measure_host_copies(device, plan, pass); });
+    }
+    m = median_of_passes(passes);
 }
 
 void write_result(const Options& o, const Measurements& m, std::map<std::string, std::string> meta,

@@ -6,6 +6,10 @@ std::uint32_t OpEmitter::append(sim::Op op, const std::uint32_t* deps, std::uint
     op.first_dep = static_cast<std::uint32_t>(list_.deps.size());
     op.dep_count = count;
     op.precision = precision_;
+    // fp8 training (Transformer Engine's recipe) runs the linear layers' GEMMs in fp8 and keeps
+    // the attention core (QK^T, softmax, PV: the batched GEMMs) in 16 bit; its fp8 attention is
+    // an option that is off by default.
+    if (op.kind == sim::OpKind::BatchedGemm && precision_ == sim::Precision::Fp8) op.precision = sim::Precision::Bf16;
     list_.deps.insert(list_.deps.end(), deps, deps + count);
     list_.ops.push_back(op);
     if (tags_ != nullptr) tags_->push_back(context_);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "calibrate/cuda/memory_kernels.cuh"
 #include "calibrate/cuda/sweeps.hpp"
@@ -86,14 +87,35 @@ std::function<void()> launcher(const std::string& kernel, std::size_t n, char* b
 
 static_assert(kRowLength <= 8 * kThreads * k::kRowVecs, "a row must fit the registers of one block");
 
+// Training streams its activations through HBM: a layer's tensors are not in the L2 cache when
+// the next call of the same kernel comes. Calls back to back over one small operand set would
+// measure the L2 cache instead (a 16 MiB copy ran at ~35 TB/s on an H100, 50 MiB of L2), so
+// consecutive calls rotate over distinct operand sets that together span twice the L2 cache.
+constexpr double kL2Multiple = 2.0;
+
+std::function<void()> rotating_launcher(const std::string& kernel, std::size_t n, DeviceBuffer& buffer, double span,
+                                        int sms, cudaStream_t s) {
+    // Bytes one call's operands occupy (kernel-specific layout, as launcher() carves them).
+    const std::size_t footprint = std::size_t(double(n) * bytes_per_element(kernel)) + 4 * kRowLength + 1024;
+    const std::size_t stride = (footprint + 255) / 256 * 256;
+    const std::size_t sets = std::max<std::size_t>(1, std::size_t(span) / stride);
+    std::vector<std::function<void()>> runs;
+    for (std::size_t i = 0; i < sets; ++i) runs.push_back(launcher(kernel, n, buffer.as<char>() + i * stride, sms, s));
+    return [runs = std::move(runs), next = std::size_t(0)]() mutable { runs[next++ % runs.size()](); };
+}
+
 }  // namespace
 
 void measure_memory_kernels(int device, const Plan& plan, Measurements& out) {
     CUBOID_CUDA(cudaSetDevice(device));
     cudaStream_t stream = nullptr;
     CUBOID_CUDA(cudaStreamCreate(&stream));
+    int l2_bytes = 0;
+    CUBOID_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
     const double largest = *std::max_element(plan.memory_bytes.begin(), plan.memory_bytes.end());
-    DeviceBuffer buffer(std::size_t(largest) + (1u << 20));
+    // Large enough for the largest call, and for twice the L2 cache in distinct operand sets.
+    const double span = std::max(largest, kL2Multiple * double(l2_bytes));
+    DeviceBuffer buffer(std::size_t(span) + (1u << 20));
     // Random bf16 data (values in [-1, 1)), so that GeLU and exp see realistic inputs.
     fill(buffer.as<k::bf16>(), buffer.bytes() / 2, 7, stream);
     for (const auto& kernel : plan.memory_kernels)
@@ -101,7 +123,7 @@ void measure_memory_kernels(int device, const Plan& plan, Measurements& out) {
             // Elements: a whole number of rows (row kernels) and of 8-element vectors.
             std::size_t n = std::size_t(target / bytes_per_element(kernel));
             n = std::max<std::size_t>(n / kRowLength * kRowLength, kRowLength);
-            const auto run = launcher(kernel, n, buffer.as<char>(), out.device.sm_count, stream);
+            const auto run = rotating_launcher(kernel, n, buffer, span, out.device.sm_count, stream);
             const double seconds = time_per_call(stream, plan, run);
             out.memory.push_back({kernel, double(n) * bytes_per_element(kernel), seconds});
         }

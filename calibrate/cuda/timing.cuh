@@ -47,6 +47,14 @@ private:
     cudaEvent_t stop_{};
 };
 
+// Repeats `calls` invocations of `work` until the GPU has been busy `plan.busy_warmup_seconds`,
+// so that its clock is up when timing starts (Plan::busy_warmup_seconds says why).
+template <class Work>
+void keep_busy(cudaStream_t stream, const Plan& plan, int calls, Work&& work) {
+    EventPair events;
+    for (double busy = 0.0; busy < plan.busy_warmup_seconds;) busy += events.time(stream, calls, work);
+}
+
 // Median seconds per call of `work` (which enqueues one call on `stream`).
 template <class Work>
 double time_per_call(cudaStream_t stream, const Plan& plan, Work&& work) {
@@ -54,6 +62,7 @@ double time_per_call(cudaStream_t stream, const Plan& plan, Work&& work) {
     for (int i = 0; i < plan.warmup; ++i) work();
     const double one = std::max(events.time(stream, 1, work), 1e-7);
     const int calls = std::clamp(int(std::ceil(plan.min_batch_seconds / one)), 1, 10000);
+    keep_busy(stream, plan, calls, work);
     std::vector<double> per_call;
     for (int r = 0; r < plan.repeats; ++r) per_call.push_back(events.time(stream, calls, work) / calls);
     CUBOID_CUDA(cudaGetLastError());

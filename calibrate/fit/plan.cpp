@@ -57,10 +57,11 @@ std::string human(double bytes) {
     return s.str();
 }
 
-// warm-up + repeats batches, each at least min_batch long.
+// warm-up (calls, then busy time) + repeats batches, each at least min_batch long.
 double timed(const Plan& p, double one_call) {
     const double batch = std::max(one_call, p.min_batch_seconds);
-    return kConfigSetup + (p.warmup + 1) * (one_call + kCallSetup) + p.repeats * (batch + kCallSetup);
+    return kConfigSetup + (p.warmup + 1) * (one_call + kCallSetup) + p.busy_warmup_seconds +
+           p.repeats * (batch + kCallSetup);
 }
 
 }  // namespace
@@ -129,6 +130,8 @@ double estimate_seconds(const Plan& p) {
         for (const auto& g : p.batched) t += timed(p, 2.0 * g.m * g.n * g.k * g.batch / gemm_rate(prec) + 5e-6);
     for (std::size_t i = 0; i < p.memory_kernels.size(); ++i)
         for (double b : p.memory_bytes) t += timed(p, b / 2.8e12 + 3e-6);
+    for (double b : p.copy_bytes) t += 2.0 * timed(p, b / 25e9 + 10e-6);
+    t *= double(p.passes);  // the single-GPU passes, repeated
     t += kCommInit * double(p.group_sizes.size() * (1 + p.forced_algorithms.size()));
     for (int ranks : p.group_sizes)
         for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -144,7 +147,6 @@ double estimate_seconds(const Plan& p) {
             if (p.collectives[c] == "send-recv" && g.ranks() != 2) continue;
             for (double b : p.collective_bytes) t += timed(p, 2.0 * b / 25e9 + 30e-6);
         }
-    for (double b : p.copy_bytes) t += 2.0 * timed(p, b / 25e9 + 10e-6);
     return t;
 }
 
@@ -184,7 +186,8 @@ std::string describe(const Plan& p) {
         for (const auto& g : p.node_groups) s << " " << g.nodes << "x" << g.gpus_per_node;
         s << " (same kinds and sizes)\n";
     }
-    s << "timing: " << p.warmup << " warm-up runs, median of " << p.repeats << " timed batches\n";
+    s << "timing: " << p.warmup << " warm-up runs, " << p.busy_warmup_seconds * 1e3 << " ms busy, median of " << p.repeats
+      << " timed batches; the single-GPU passes " << p.passes << " times, median per point\n";
     s << "estimated time on an H100-class node: " << std::lround(estimate_seconds(p)) << " s\n";
     return s.str();
 }

@@ -31,6 +31,13 @@ struct Plan {
     int warmup = 3;                   // untimed runs before timing (clocks, caches, heuristics)
     int repeats = 10;                 // timed batches; the median is kept
     double min_batch_seconds = 2e-4;  // a timed batch repeats short kernels up to this long
+    // Before timing, the work is repeated until the GPU has been busy this long: an idle GPU
+    // lowers its clock (an H100 idles at 345 MHz against 1980 MHz boost) and short kernels timed
+    // right after a pause would see it; in training the GPU never idles.
+    double busy_warmup_seconds = 0.005;
+    // The single-GPU passes (launch, GEMMs, memory kernels, copies) are run this many times and
+    // each point keeps the median of its passes (calibrate/fit/passes.hpp says why).
+    int passes = 3;
     std::vector<std::string> gemm_precisions;     // "fp16", "bf16", "tf32", "fp8"
     std::vector<GemmDims> gemm;                   // full cartesian grid m x n x k
     std::vector<std::string> batched_precisions;

@@ -162,3 +162,32 @@ TEST_CASE("the dry-run summary names every op list and the expected memory") {
     CHECK(s.find("send") != std::string::npos);
     CHECK(s.find("expected") != std::string::npos);
 }
+
+TEST_CASE("the optimizer step runs in place on the resident state when the state holds it") {
+    // Adam moves 28 bytes per parameter and keeps 16 of state: an op moving 28 N bytes updates
+    // N parameters and needs 16 N resident bytes.
+    const double parameters = 1e6;
+    auto plan_for = [&](double resident) {
+        sim::OpList list;
+        sim::OpListBuilder b(list);
+        sim::Op gelu;
+        gelu.kind = sim::OpKind::Activation;
+        gelu.bytes = Bytes(4e6);
+        b.add(gelu);
+        sim::Op adam;
+        adam.kind = sim::OpKind::Optimizer;
+        adam.bytes = Bytes(kAdamBytesMovedPerParameter * parameters);
+        b.add(adam, {0});
+        list.resident = Bytes(resident);
+        sim::Program p;
+        p.op_lists.push_back(list);
+        p.ranks.push_back({0, {}});
+        return make_execution_plan(p).lists[0];
+    };
+    // The state fits (16 N bytes exactly): the working buffers hold only the activation.
+    CHECK(plan_for(16.0 * parameters).memory_op_bytes == 4e6);
+    // One byte short: the step needs working buffers of its own bytes.
+    CHECK(plan_for(16.0 * parameters - 1.0).memory_op_bytes == kAdamBytesMovedPerParameter * parameters);
+    CHECK(optimizer_in_place(28.0, 16.0));
+    CHECK_FALSE(optimizer_in_place(28.0, 15.9));
+}

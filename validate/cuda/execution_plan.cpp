@@ -86,7 +86,7 @@ void plan_buffers(const sim::OpList& list, ListPlan& plan) {
             plan.gemm_b_bytes = std::max(plan.gemm_b_bytes, e * double(g.k) * double(g.n) * b);
             const double out = op.precision == sim::Precision::Fp8 ? 2.0 : e;  // fp8 GEMMs write bf16
             plan.gemm_d_bytes = std::max(plan.gemm_d_bytes, out * double(g.m) * double(g.n) * b);
-        } else {
+        } else if (!(op.kind == sim::OpKind::Optimizer && optimizer_in_place(bytes, plan.resident_bytes))) {
             plan.memory_op_bytes = std::max(plan.memory_op_bytes, bytes);
         }
     }

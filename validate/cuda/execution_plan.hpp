@@ -45,12 +45,24 @@ struct ListPlan {
     double resident_bytes = 0.0;
     double peak_live_bytes = 0.0;  // highest sum of live pieces (activations, messages)
     // Working buffers the executor allocates once: operands of the largest GEMM (A = m x k,
-    // B = k x n, D = m x n, all batches, at the op's precision), the largest memory-bound op and
-    // the largest communication buffer.
+    // B = k x n, D = m x n, all batches, at the op's precision), the largest memory-bound op (an
+    // optimizer step that runs in place, optimizer_in_place below, needs none) and the largest
+    // communication buffer.
     double gemm_a_bytes = 0.0, gemm_b_bytes = 0.0, gemm_d_bytes = 0.0;
     double memory_op_bytes = 0.0;
     double comm_bytes = 0.0;
 };
+
+// The optimizer step (Adam, mixed precision) runs in place on the resident state, as in training:
+// its fp32 weights, gradients and two moments (16 bytes per parameter) are read, and weights and
+// moments written back (12 bytes), so an op that moves B bytes updates B / 28 parameters and needs
+// 16 B / 28 bytes of resident state. When the state is smaller (a program whose resident bytes do
+// not hold it), the step runs on the working buffers instead.
+constexpr double kAdamBytesMovedPerParameter = 28.0;
+constexpr double kAdamStateBytesPerParameter = 16.0;
+inline bool optimizer_in_place(double moved_bytes, double resident_bytes) {
+    return moved_bytes / kAdamBytesMovedPerParameter * kAdamStateBytesPerParameter <= resident_bytes;
+}
 
 // One communication call of a rank.
 struct CommCall {

@@ -81,7 +81,7 @@ public:
         CUBOID_CUDA(cudaDeviceGetDefaultMemPool(&pool_, 0));
         auto keep = std::numeric_limits<std::uint64_t>::max();  // keep freed memory in the pool
         CUBOID_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
-        for (const Buffer* b : {&a_, &b_, &d_, &in_, &out_, &send_, &recv_})
+        for (const Buffer* b : {&resident_, &a_, &b_, &d_, &in_, &out_, &send_, &recv_})
             fill_random(b->get(), b->bytes(), rank_plan_.rank + 1, streams_[0]);
         // Communicators in ascending key order; the job-wide one (key = number of groups) last.
         for (std::uint32_t g : rank_plan_.communicators) comms_.create(boot, g, program.groups[g].ranks, rank_plan_.rank);
@@ -155,6 +155,12 @@ private:
             if (g.m > 0 && g.n > 0 && g.k > 0)
                 gemm_.run(static_cast<GemmPrecision>(op.precision), g.m, g.n, g.k, std::max<std::int64_t>(1, g.batch),
                           a_.get(), b_.get(), d_.get(), s);
+        } else if (op.kind == sim::OpKind::Optimizer &&
+                   optimizer_in_place(op.bytes.value, double(plan_.resident_bytes))) {
+            // Weights and gradients, then the two moments, in the resident state (execution_plan.hpp).
+            const auto parameters = std::size_t(op.bytes.value / kAdamBytesMovedPerParameter);
+            auto* state = static_cast<float*>(resident_.get());
+            launch_memory_kernel(MemoryKernel::Optimizer, op.bytes.value, state, state + 2 * parameters, sms_, s);
         } else if (op.bytes.value > 0.0) {
             launch_memory_kernel(memory_kernel(op.kind), op.bytes.value, in_.get(), out_.get(), sms_, s);
         }
