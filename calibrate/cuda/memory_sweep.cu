@@ -25,6 +25,12 @@ double bytes_per_element(const std::string& kernel) {
     return 4.0;  // gelu, layer-norm, softmax
 }
 
+// Bytes of device memory per element the operands occupy (Adam moves 28 per parameter but keeps
+// 16: weights, gradients and two moments, read, and three of them written back).
+double storage_per_element(const std::string& kernel) {
+    return kernel == "adam" ? 16.0 : bytes_per_element(kernel);
+}
+
 // Enough blocks to fill the GPU several times over, grid-stride beyond that.
 int blocks_for(std::size_t items, int sms) {
     return int(std::min<std::size_t>((items + kThreads - 1) / kThreads, std::size_t(sms) * 32));
@@ -96,7 +102,7 @@ constexpr double kL2Multiple = 2.0;
 std::function<void()> rotating_launcher(const std::string& kernel, std::size_t n, DeviceBuffer& buffer, double span,
                                         int sms, cudaStream_t s) {
     // Bytes one call's operands occupy (kernel-specific layout, as launcher() carves them).
-    const std::size_t footprint = std::size_t(double(n) * bytes_per_element(kernel)) + 4 * kRowLength + 1024;
+    const std::size_t footprint = std::size_t(double(n) * storage_per_element(kernel)) + 4 * kRowLength + 1024;
     const std::size_t stride = (footprint + 255) / 256 * 256;
     const std::size_t sets = std::max<std::size_t>(1, std::size_t(span) / stride);
     std::vector<std::function<void()>> runs;
@@ -112,14 +118,25 @@ void measure_memory_kernels(int device, const Plan& plan, Measurements& out) {
     CUBOID_CUDA(cudaStreamCreate(&stream));
     int l2_bytes = 0;
     CUBOID_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-    const double largest = *std::max_element(plan.memory_bytes.begin(), plan.memory_bytes.end());
-    // Large enough for the largest call, and for twice the L2 cache in distinct operand sets.
-    const double span = std::max(largest, kL2Multiple * double(l2_bytes));
+    // Per kernel, the sizes it is measured at: Adam also at the optimizer sizes whose state fits
+    // in half the GPU's memory.
+    auto sizes_of = [&](const std::string& kernel) {
+        std::vector<double> sizes = plan.memory_bytes;
+        if (kernel == "adam")
+            for (double b : plan.optimizer_bytes)
+                if (b / bytes_per_element(kernel) * storage_per_element(kernel) <= 0.5 * out.device.memory_bytes)
+                    sizes.push_back(b);
+        return sizes;
+    };
+    // Large enough for the largest call's operands, and for twice the L2 cache in distinct sets.
+    double span = kL2Multiple * double(l2_bytes);
+    for (const auto& kernel : plan.memory_kernels)
+        for (double b : sizes_of(kernel)) span = std::max(span, b / bytes_per_element(kernel) * storage_per_element(kernel));
     DeviceBuffer buffer(std::size_t(span) + (1u << 20));
     // Random bf16 data (values in [-1, 1)), so that GeLU and exp see realistic inputs.
     fill(buffer.as<k::bf16>(), buffer.bytes() / 2, 7, stream);
     for (const auto& kernel : plan.memory_kernels)
-        for (double target : plan.memory_bytes) {
+        for (double target : sizes_of(kernel)) {
             // Elements: a whole number of rows (row kernels) and of 8-element vectors.
             std::size_t n = std::size_t(target / bytes_per_element(kernel));
             n = std::max<std::size_t>(n / kRowLength * kRowLength, kRowLength);

@@ -112,6 +112,9 @@ Plan make_plan(const PlanOptions& o) {
                         : attention(doubling(512, 8192, 2), {64, 128}, {16, 64});
     p.memory_kernels = {"copy", "residual-add", "layer-norm", "softmax", "gelu", "swiglu", "dropout", "adam"};
     p.memory_bytes = o.quick ? doubling(1 << 20, 1 << 30, 16) : doubling(1 << 20, 4.0 * (1 << 30), 4);
+    // 28 bytes moved per parameter: 16 GiB is 0.6 B parameters (9 GiB of state), 64 GiB is 2.5 B
+    // (37 GiB), the state of GPT 3.6B's stage on one GPU.
+    if (!o.quick) p.optimizer_bytes = {16.0 * (1 << 30), 64.0 * (1 << 30)};
     p.collectives = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"};
     p.group_sizes = group_sizes_for(o.gpus);
     p.node_groups = node_groups_for(o.nodes, o.gpus);
@@ -130,6 +133,7 @@ double estimate_seconds(const Plan& p) {
         for (const auto& g : p.batched) t += timed(p, 2.0 * g.m * g.n * g.k * g.batch / gemm_rate(prec) + 5e-6);
     for (std::size_t i = 0; i < p.memory_kernels.size(); ++i)
         for (double b : p.memory_bytes) t += timed(p, b / 2.8e12 + 3e-6);
+    for (double b : p.optimizer_bytes) t += timed(p, b / 2.0e12);
     for (double b : p.copy_bytes) t += 2.0 * timed(p, b / 25e9 + 10e-6);
     t *= double(p.passes);  // the single-GPU passes, repeated
     t += kCommInit * double(p.group_sizes.size() * (1 + p.forced_algorithms.size()));
@@ -168,7 +172,11 @@ std::string describe(const Plan& p) {
       << " precisions (" << list(p.batched_precisions) << ")\n";
     s << "memory-bound kernels: " << p.memory_kernels.size() << " (" << list(p.memory_kernels) << ") x "
       << p.memory_bytes.size() << " sizes, " << human(p.memory_bytes.front()) << " to " << human(p.memory_bytes.back())
-      << " moved\n";
+      << " moved";
+    if (!p.optimizer_bytes.empty())
+        s << "; adam also at " << human(p.optimizer_bytes.front()) << " to " << human(p.optimizer_bytes.back())
+          << " (where its state fits in half the GPU's memory)";
+    s << "\n";
     s << "kernel launch overhead: empty kernels back to back, and launch + synchronize\n";
     s << "host <-> device copies (pinned): 2 directions x " << p.copy_bytes.size() << " sizes, "
       << human(p.copy_bytes.front()) << " to " << human(p.copy_bytes.back()) << "\n";

@@ -43,3 +43,16 @@ TEST_CASE("collective fits keep node-local and cross-node groups of one size apa
         CHECK(f.sample.bus_gb_per_s == Approx(expected).epsilon(1e-3));
     }
 }
+
+TEST_CASE("calibration plan: Adam is measured beyond the other kernels' sizes, up to a stage's state",
+          "[calibrate]") {
+    const Plan full = make_plan({false, 8, true, 1});
+    REQUIRE(full.optimizer_bytes.size() == 2);
+    // Larger than every other kernel's size: these are the points the other sizes cannot give.
+    for (double b : full.optimizer_bytes) CHECK(b > full.memory_bytes.back());
+    // 64 GiB moved at 28 bytes per parameter keeps 16 per parameter: 36.6 GiB of state, which
+    // fits in half of an 80 GB GPU (the sweep skips sizes that do not).
+    CHECK(full.optimizer_bytes.back() / 28.0 * 16.0 < 0.5 * 80e9);
+    CHECK(describe(full).find("adam also at 16 GiB to 64 GiB") != std::string::npos);
+    CHECK(make_plan({true, 8, true, 1}).optimizer_bytes.empty());  // --quick stays quick
+}
