@@ -50,6 +50,20 @@ TEST_CASE("--measured prints every row, the verdict, and writes the CSV") {
     CHECK(header == "metric,unit,predicted,measured,relative_error");
 }
 
+TEST_CASE("--json - writes the comparison alone to standard output, the table to standard error") {
+    const Files f;
+    std::ostringstream out, err;
+    REQUIRE(validate_main({f.scenario.string(), "--measured", f.measured.string(), "--json", "-"}, out, err) == 0);
+    CHECK(out.str().front() == '{');  // JSON only: a reader can parse standard output as it is
+    CHECK(out.str().find("\"verdict\"") != std::string::npos);
+    CHECK(err.str().find("verdict: off by more than 10%") != std::string::npos);
+    CHECK_FALSE(fs::exists("-"));  // not a file named "-"
+    std::ostringstream out2, err2;
+    CHECK(validate_main({f.scenario.string(), "--measured", f.measured.string(), "--json", "-", "--csv", "-"}, out2,
+                        err2) == 2);
+    CHECK(err2.str().find("cannot both write to standard output") != std::string::npos);
+}
+
 TEST_CASE("--dry-run needs no GPU; a real run without one exits with status 1") {
     const Files f;
     std::ostringstream out, err;

@@ -38,8 +38,8 @@ po::options_description described(Request& r) {
         "bootstrap-dir", po::value<std::string>(&r.executor.bootstrap_dir), "shared folder for NCCL ids")(
         "timeout", po::value<int>(&r.executor.timeout_s)->default_value(600),
         "seconds before unfinished ranks are killed (a hang): exit 3")(
-        "csv", po::value<std::string>(), "write the comparison as CSV")(
-        "json", po::value<std::string>(), "write the comparison as JSON")(
+        "csv", po::value<std::string>(), "write the comparison as CSV (- for standard output)")(
+        "json", po::value<std::string>(), "write the comparison as JSON (- for standard output)")(
         "measured", po::value<std::string>(), "compare with this measured JSON instead of running")(
         "write-measured", po::value<std::string>(), "save what was measured as JSON")(
         "dry-run", po::bool_switch(&r.dry_run), "print the execution plan; no GPU used");
@@ -84,6 +84,21 @@ std::ofstream open_output(const std::string& path, const char* option) {
     return f;
 }
 
+// Where --csv or --json goes: a file, or standard output for "-" (as `cuboid run --json -`); the
+// table then goes to standard error, so that standard output stays machine-readable.
+struct Destination {
+    std::ofstream file;
+    bool to_stdout = false;
+};
+
+Destination open_destination(const std::optional<std::string>& path, const char* option) {
+    Destination d;
+    if (!path) return d;
+    if (*path == "-") d.to_stdout = true;
+    else d.file = open_output(*path, option);
+    return d;
+}
+
 Scenario load(const Request& r) {
     Scenario s = cli::load_scenario_file(r.scenario, cli::builtin_name_resolvers());
     cli::check_complete(s);
@@ -98,14 +113,19 @@ int run_worker_rank(const Request& r, const Scenario& s) {
     return 0;
 }
 
-int report(const Scenario& s, const Prediction& p, const Figures& measured, std::ostream& out,
-           std::ofstream& csv, std::ofstream& json) {
+int report(const Scenario& s, const Prediction& p, const Figures& measured, std::ostream& out, std::ostream& err,
+           Destination& csv, Destination& json) {
     const Comparison c = compare(p.figures, measured, p.tokens_per_iteration);
-    out << "scenario " << s.name << ": " << p.result.gpus << " GPUs predicted on " << p.figures.device
-        << ", measured on " << (measured.device.empty() ? "?" : measured.device) << " (" << measured.gpus << " GPUs)\n";
-    write_text(out, c);
-    if (csv.is_open()) write_csv(csv, c);
-    if (json.is_open()) json << comparison_json(c, s.name).dump(2) << "\n";
+    std::ostream& table = csv.to_stdout || json.to_stdout ? err : out;
+    table << "scenario " << s.name << ": " << p.result.gpus << " GPUs predicted on " << p.figures.device
+          << ", measured on " << (measured.device.empty() ? "?" : measured.device) << " (" << measured.gpus
+          << " GPUs)\n";
+    write_text(table, c);
+    if (csv.to_stdout) write_csv(out, c);
+    else if (csv.file.is_open()) write_csv(csv.file, c);
+    const auto doc = comparison_json(c, s.name).dump(2);
+    if (json.to_stdout) out << doc << "\n";
+    else if (json.file.is_open()) json.file << doc << "\n";
     return 0;
 }
 
@@ -127,11 +147,12 @@ int run(const Request& r, std::ostream& out, std::ostream& err) {
         return 0;
     }
     if (under_mpi && !r.measured && cli::launcher_world_rank() != 0) return run_worker_rank(r, s);
-    std::ofstream csv, json;  // opened before the run: a bad path costs no measurement
-    if (r.csv) csv = open_output(*r.csv, "--csv");
-    if (r.json) json = open_output(*r.json, "--json");
+    if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
+        throw InputError({"", 0, "--json"}, "--csv and --json cannot both write to standard output ('-')");
+    // Opened before the run: a bad path costs no measurement.
+    Destination csv = open_destination(r.csv, "--csv"), json = open_destination(r.json, "--json");
     const Prediction p = predict(s);
-    if (r.measured) return report(s, p, read_figures_file(*r.measured), out, csv, json);
+    if (r.measured) return report(s, p, read_figures_file(*r.measured), out, err, csv, json);
     Figures measured;
     try {
         const ExecutionPlan plan = make_execution_plan(p.program);
@@ -142,7 +163,7 @@ int run(const Request& r, std::ostream& out, std::ostream& err) {
         return 1;
     }
     if (r.write_measured) open_output(*r.write_measured, "--write-measured") << to_json(measured).dump(2) << "\n";
-    return report(s, p, measured, out, csv, json);
+    return report(s, p, measured, out, err, csv, json);
 }
 
 }  // namespace
