@@ -208,27 +208,32 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     RankState& R = ranks_[rank];
     const auto& slots = R.index->streams[s];
     const StreamSlot& h = slots[head];
-    std::int64_t t = now_.value - h.chain_time;
     if (observe_) {
+        std::int64_t t = now_.value - h.chain_time;
         for (std::uint32_t p = head; p <= h.chain_last; ++p) {
             const std::uint32_t op = slots[p].op;
             for (SimObserver* o : observers_) o->compute_started(rank, op, Time(t));
             t += slots[p].duration;
             for (SimObserver* o : observers_) o->compute_finished(rank, op, Time(t));
         }
-        t = now_.value - h.chain_time;
     }
     // Without observers the digest sum stays in a register across the chain (a virtual call
     // would force it to memory on every op). The sum commutes, so reporting after is the same.
     // Every digest of the chain has the rank's key as a factor (fingerprint.hpp): multiply once.
+    result_.fingerprint += chain_digest(slots, head, now_.value) * R.key;
+    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
+    stream_advanced(rank, s, h.chain_last - head + 1);
+}
+
+std::uint64_t Engine::chain_digest(const std::vector<StreamSlot>& slots, std::uint32_t head, std::int64_t end) {
+    const StreamSlot& h = slots[head];
+    std::int64_t t = end - h.chain_time;
     std::uint64_t digest = 0;
     for (std::uint32_t p = head; p <= h.chain_last; ++p) {
         t += slots[p].duration;
         digest += completion_mix(t, slots[p].op);
     }
-    result_.fingerprint += digest * R.key;
-    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
-    stream_advanced(rank, s, h.chain_last - head + 1);
+    return digest;
 }
 
 void Engine::stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops) {

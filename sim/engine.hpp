@@ -110,7 +110,6 @@ private:
         std::uint32_t end_count = 0;  // compute-stream count when it ends
         std::uint32_t needs = 0;      // the communication-stream count it waited for
         std::int64_t end = 0;
-        std::uint64_t digest = 0;
     };
     struct RunCollective {
         std::int64_t end = 0;
@@ -151,6 +150,8 @@ private:
     void wake(std::uint32_t rank, StreamId finished);
     void ops_done(std::uint32_t rank, StreamId s, std::uint32_t head);
     void stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops);
+    // Sum of completion_mix over the chain at `head` of `slots`, which ends at `end`.
+    static std::uint64_t chain_digest(const std::vector<StreamSlot>& slots, std::uint32_t head, std::int64_t end);
     void post(std::uint32_t rank, StreamId s, const StreamSlot& slot);
     void start_instance(std::uint32_t group);
     const LastPlan& plan_for(std::uint32_t group, OpKind kind, Bytes bytes, std::uint32_t source);

@@ -72,7 +72,7 @@ Time Engine::start_lockstep(std::uint32_t id) {
         }
         T.run_busy += Time(head.chain_time);
         T.run_recompute += Time(head.chain_recompute);
-        T.run_digest += c.digest;
+        T.run_digest += chain_digest(chains, T.run_compute_count, c.end);
         T.run_compute_count = c.end_count;
         if ((awaited[stream::kCompute][c.end_count - 1] & outside_c) != 0) {
             T.run_checkpoints.push_back({Time(c.end), c.end_count, stream::kCompute});
@@ -135,12 +135,10 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
                 if (needs - first > run_collectives_.size()) break;  // the collective is not planned yet
                 t = std::max(t, run_collectives_[needs - first - 1].end);
             }
-            std::uint64_t digest = 0;
-            for (std::uint32_t p = head; p <= h.chain_last; ++p) {
-                t += chains[p].duration;
-                digest += completion_mix(t, chains[p].op);
-            }
-            run_chains_.push_back({h.chain_last + 1, needs, t, digest});
+            // The chain's digest is taken only if it belongs to the run (start_lockstep): chains
+            // planned past the run's end are planned again by a later run.
+            t += h.chain_time;
+            run_chains_.push_back({h.chain_last + 1, needs, t});
             compute_free = t;
             head = h.chain_last + 1;
             moved = true;

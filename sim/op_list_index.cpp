@@ -38,12 +38,22 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
     const auto n = static_cast<std::uint32_t>(list.ops.size());
     if (durations.size() != n) throw std::logic_error("program costs: durations do not match the op list");
     position.resize(n);
+    // Sizes first, so that each vector is allocated once: the lists are long (tens of thousands
+    // of ops), and growing them by doubling copies and touches twice the memory.
+    std::array<std::uint32_t, kMaxStreams> sizes{};
+    for (const Op& o : list.ops) {
+        if (o.stream >= kMaxStreams) throw std::logic_error("op list: stream id " + std::to_string(o.stream) + " out of range");
+        ++sizes[o.stream];
+    }
+    for (int s = 0; s < kMaxStreams; ++s) streams[s].reserve(sizes[s]);
+    requirements.reserve(list.deps.size());
     for (std::uint32_t op = 0; op < n; ++op) {
         const StreamId s = list.ops[op].stream;
-        if (s >= kMaxStreams) throw std::logic_error("op list: stream id " + std::to_string(s) + " out of range");
         stream_count = std::max(stream_count, s + 1);
         position[op] = static_cast<std::uint32_t>(streams[s].size());
-        StreamSlot slot;
+        // Filled in place (a local copied in is read back with wide loads right after its narrow
+        // stores: a store-forwarding stall per op).
+        StreamSlot& slot = streams[s].emplace_back();
         slot.op = op;
         slot.is_comm = is_communication(list.ops[op].kind);
         slot.category = list.ops[op].category;
@@ -51,7 +61,6 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         slot.group_slot = list.ops[op].group_slot;
         slot.bytes = list.ops[op].bytes;
         if (!slot.is_comm) slot.duration = durations[op].value;
-        streams[s].push_back(slot);
     }
 
     // Requirements, and which stream positions some other stream waits for (a bit per waiting
@@ -104,16 +113,6 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
 std::uint32_t OpListIndex::compute_requirement(const StreamSlot& slot) const {
     bool others = false;
     return requirement_on(slot, stream::kCompute, others);
-}
-
-std::uint32_t OpListIndex::requirement_on(const StreamSlot& slot, StreamId s, bool& others) const {
-    std::uint32_t count = 0;
-    others = false;
-    for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
-        if (requirements[i].stream == s) count = requirements[i].count;
-        else others = true;
-    }
-    return count;
 }
 
 void OpListIndex::find_lockstep_starts() {

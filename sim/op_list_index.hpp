@@ -66,7 +66,16 @@ struct OpListIndex {
     std::uint32_t compute_requirement(const StreamSlot& slot) const;
     // The count of stream `s` that the op at `slot` waits for (0: none), and whether it waits
     // for any stream but `s`.
-    std::uint32_t requirement_on(const StreamSlot& slot, StreamId s, bool& others) const;
+    // Inline: the lockstep planner asks it for every chain and collective of a run.
+    std::uint32_t requirement_on(const StreamSlot& slot, StreamId s, bool& others) const {
+        std::uint32_t count = 0;
+        others = false;
+        for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
+            if (requirements[i].stream == s) count = requirements[i].count;
+            else others = true;
+        }
+        return count;
+    }
     // A collective a lockstep run can hold: tensor-parallel, between all members of its group.
     static bool lockstep_collective(const StreamSlot& slot) {
         return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind != OpKind::Send &&

@@ -37,21 +37,27 @@ std::vector<std::uint8_t> ordered_streams(const OpList& list) {
         on_stream[s].push_back(op);
     }
     // Op o (stream x, position i) and stream s: the ops of s before need(o)[s] finish before o
-    // starts; those from the first whose need on x exceeds i start after o finishes (need on x
-    // only grows along a stream). Every op of s is ordered when the second set begins where the
-    // first ends, or earlier.
+    // starts; those from the first whose need on x exceeds i start after o finishes. Every op of
+    // s is ordered when the second set begins where the first ends, or earlier. Need on x only
+    // grows along stream s (each op merges its predecessor's), and i grows along stream x, so
+    // that first op only moves forward: one sweep of s per pair of streams finds it for every
+    // communication op of x, instead of a binary search per op.
     std::vector<std::uint8_t> ordered(n, 0);
-    for (std::uint32_t op = 0; op < n; ++op) {
-        if (!is_communication(list.ops[op].kind)) continue;
-        const StreamId x = list.ops[op].stream;
-        for (int s = 0; s < kStreams; ++s) {
+    std::vector<std::uint32_t> comm;  // positions of the communication ops of stream x
+    for (int x = 0; x < kStreams; ++x) {
+        const auto& xs = on_stream[x];
+        comm.clear();
+        for (std::uint32_t i = 0; i < xs.size(); ++i) {
+            if (is_communication(list.ops[xs[i]].kind)) comm.push_back(i);
+        }
+        for (int s = 0; s < kStreams && !comm.empty(); ++s) {
             if (s == x) continue;
             const auto& ops = on_stream[s];
-            const auto after = std::partition_point(ops.begin(), ops.end(), [&](std::uint32_t k) {
-                return need[k][x] <= position[op];
-            });
-            if (static_cast<std::uint32_t>(after - ops.begin()) <= need[op][s]) {
-                ordered[op] = static_cast<std::uint8_t>(ordered[op] | (1U << s));
+            std::uint32_t after = 0;
+            for (const std::uint32_t i : comm) {
+                while (after < ops.size() && need[ops[after]][x] <= i) ++after;
+                const std::uint32_t op = xs[i];
+                if (after <= need[op][s]) ordered[op] = static_cast<std::uint8_t>(ordered[op] | (1U << s));
             }
         }
     }

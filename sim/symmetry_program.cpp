@@ -1,8 +1,10 @@
 // Program side of symmetry.hpp: generators checked against the program, orbits of ranks and
 // groups, and the requests a simulation can make.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <tuple>
+#include <unordered_set>
 
 #include "sim/symmetry.hpp"
 
@@ -134,13 +136,25 @@ std::vector<TransferRequest> possible_requests(const Program& program, std::span
         bool operator<(const Use& o) const { return std::tie(slot, kind, bytes) < std::tie(o.slot, o.kind, o.bytes); }
         bool operator==(const Use& o) const { return slot == o.slot && kind == o.kind && bytes == o.bytes; }
     };
+    // Consistent with ==: 0.0 and -0.0 are equal, so both hash as 0.0.
+    struct UseHash {
+        std::size_t operator()(const Use& u) const {
+            const double b = u.bytes == 0.0 ? 0.0 : u.bytes;
+            return std::hash<double>{}(b) ^ (std::size_t{u.slot} << 8) ^ static_cast<std::size_t>(u.kind);
+        }
+    };
+    // A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
+    // through a hash set before sorting, instead of sorting them all.
     std::vector<std::vector<Use>> uses(program.op_lists.size());
+    std::unordered_set<Use, UseHash> seen;
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
+        seen.clear();
         for (const Op& op : program.op_lists[l].ops) {
-            if (is_communication(op.kind)) uses[l].push_back({op.group_slot, op.kind, op.bytes.value});
+            if (!is_communication(op.kind)) continue;
+            const Use u{op.group_slot, op.kind, op.bytes.value};
+            if (seen.insert(u).second) uses[l].push_back(u);
         }
         std::sort(uses[l].begin(), uses[l].end());
-        uses[l].erase(std::unique(uses[l].begin(), uses[l].end()), uses[l].end());
     }
     std::vector<TransferRequest> requests;
     for (std::uint32_t r = 0; r < ranks.size(); ++r) {
