@@ -1,6 +1,8 @@
 #include "hardware_models/compute_model.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -59,6 +61,8 @@ Time ComputeModel::host_dispatch(const sim::Op& op) const {
     return comm ? profile_->host->communication : profile_->host->compute;
 }
 
+// Reads op.kind, category, precision, flops, bytes and shape: DurationMemo::Key must list every
+// field read here (and in gemm_rate, memory_rate, host_dispatch).
 Time ComputeModel::duration(const sim::Op& op) const {
     if (sim::is_communication(op.kind)) return kTimeZero;
     if (op.kind == sim::OpKind::HostDispatch) return host_dispatch(op);
@@ -71,6 +75,66 @@ Time ComputeModel::duration(const sim::Op& op) const {
         math = compute_time(op.flops, rate);
     }
     return launch + std::max(math, memory);
+}
+
+DurationMemo::Key DurationMemo::Key::of(const sim::Op& op) {
+    return {op.kind, op.category, op.precision, op.flops.value, op.bytes.value, op.shape};
+}
+
+// Compared against the op itself: a hit then copies nothing.
+bool DurationMemo::Key::matches(const sim::Op& op) const {
+    return kind == op.kind && category == op.category && precision == op.precision && flops == op.flops.value &&
+           bytes == op.bytes.value && shape.m == op.shape.m && shape.n == op.shape.n && shape.k == op.shape.k &&
+           shape.batch == op.shape.batch;
+}
+
+// Bits of a double for hashing; -0 and +0 compare equal, so they must hash alike.
+static std::uint64_t hash_bits(double x) { return x == 0.0 ? 0u : std::bit_cast<std::uint64_t>(x); }
+
+// Hashes the sizes and the enums (equality checks the shape too; it rarely tells ops apart that
+// the sizes do not), with splitmix64's finaliser so the low bits used as the slot index depend on
+// every input bit (the low mantissa bits of round sizes are zeros).
+static std::uint64_t hash_of(const sim::Op& op) {
+    const std::uint64_t enums = static_cast<std::uint64_t>(op.kind) | static_cast<std::uint64_t>(op.category) << 8 |
+                                static_cast<std::uint64_t>(op.precision) << 16;
+    std::uint64_t x = hash_bits(op.bytes.value) ^ std::rotl(hash_bits(op.flops.value), 32) ^ enums;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+DurationMemo::DurationMemo(const ComputeModel& model) : model_(model), slots_(64) {}
+
+DurationMemo::Slot& DurationMemo::slot_for(const sim::Op& op, std::uint64_t hash) {
+    const std::size_t mask = slots_.size() - 1;  // the size is a power of two
+    std::size_t i = hash & mask;
+    while (slots_[i].used && !(slots_[i].hash == hash && slots_[i].key.matches(op))) i = (i + 1) & mask;
+    return slots_[i];
+}
+
+void DurationMemo::grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+        if (!s.used) continue;
+        std::size_t i = s.hash & mask;  // the keys are distinct: the first free slot
+        while (slots_[i].used) i = (i + 1) & mask;
+        slots_[i] = s;
+    }
+}
+
+Time DurationMemo::duration(const sim::Op& op) {
+    // Communication is free here (the transfer planner prices it) and is a large share of the
+    // ops: it skips the table.
+    if (sim::is_communication(op.kind)) return model_.duration(op);
+    const std::uint64_t hash = hash_of(op);
+    Slot& slot = slot_for(op, hash);
+    if (slot.used) return slot.time;
+    const Time t = model_.duration(op);  // may throw: the slot stays empty
+    slot = {Key::of(op), hash, t, true};
+    if (2 * ++size_ > slots_.size()) grow();
+    return t;
 }
 
 }  // namespace cuboid::hw

@@ -21,6 +21,10 @@
 // (CPU time, no roofline: profile_host.hpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 #include "hardware_models/gpu_spec.hpp"
 #include "hardware_models/profile.hpp"
 #include "sim/program.hpp"
@@ -52,6 +56,54 @@ private:
 
     const GpuSpec& gpu_;
     const HardwareProfile* profile_;
+};
+
+// Prices each distinct op once: the ops of one op list repeat the same few dozen shapes (every
+// layer, every micro-batch), and a duration costs logarithms and, with a profile, interpolation
+// in its measurements. Two ops equal in every field duration() reads get the same duration, so
+// the memo changes no result. It is meant to live for one pricing pass on one thread (no locks);
+// the model must outlive it.
+class DurationMemo {
+public:
+    explicit DurationMemo(const ComputeModel& model);
+
+    Time duration(const sim::Op& op);
+    // Distinct compute ops priced so far.
+    std::size_t size() const { return size_; }
+
+    // Exactly the fields ComputeModel::duration reads: kind (routing, memory_rate), category
+    // (host_dispatch), precision, FLOPs and shape (gemm_rate) and bytes (memory_rate).
+    struct Key {
+        sim::OpKind kind = sim::OpKind::Elementwise;
+        sim::OpCategory category = sim::OpCategory::Compute;
+        sim::Precision precision = sim::Precision::Bf16;
+        double flops = 0.0;
+        double bytes = 0.0;
+        sim::GemmShape shape{};
+
+        static Key of(const sim::Op& op);
+        bool matches(const sim::Op& op) const;
+    };
+
+private:
+    struct Slot {
+        Key key;
+        std::uint64_t hash = 0;  // compared before the key: most probes then cost one compare
+        Time time{0};
+        bool used = false;
+    };
+
+    // The slot holding `op`'s key, or the empty slot where it belongs.
+    Slot& slot_for(const sim::Op& op, std::uint64_t hash);
+    // Doubles the table and re-places every entry.
+    void grow();
+
+    const ComputeModel& model_;
+    // Open addressing with linear probing, at most half full: a lookup is one hash and usually
+    // one key comparison (std::unordered_map with std::hash<double> saved under a tenth of the
+    // pricing time: its node chasing and byte hashing cost nearly what a duration does).
+    std::vector<Slot> slots_;
+    std::size_t size_ = 0;
 };
 
 }  // namespace cuboid::hw

@@ -65,10 +65,13 @@ Time Hardware::compute_duration(const sim::Op& op) const { return state_->comput
 sim::ProgramCosts Hardware::price(const sim::Program& program) const {
     sim::ProgramCosts costs;
     costs.durations.reserve(program.op_lists.size());
+    // One memo per call: stages share layer shapes, and sweeps price programs on several threads
+    // with this one Hardware, so the table must not outlive the call.
+    DurationMemo memo(state_->compute);
     for (const auto& list : program.op_lists) {
         auto& d = costs.durations.emplace_back();
         d.reserve(list.ops.size());
-        for (const auto& op : list.ops) d.push_back(state_->compute.duration(op));
+        for (const auto& op : list.ops) d.push_back(memo.duration(op));
     }
     return costs;
 }

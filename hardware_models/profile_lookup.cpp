@@ -112,26 +112,50 @@ std::optional<FlopsPerSecond> HardwareProfile::batched_gemm_rate(sim::Precision 
     return teraflops((w1 * r1 + w2 * r2) / (w1 + w2));
 }
 
+namespace {
+
+// The samples of one kind around a size, found in one pass without allocating (this runs for
+// every distinct memory-bound op priced). Equivalent to sorting the kind's samples by size:
+// `below` and `above` are the neighbours that bracket x in that order.
+struct MemoryBracket {
+    const MemorySample* smallest = nullptr;
+    const MemorySample* largest = nullptr;
+    const MemorySample* below = nullptr;  // the largest size < x
+    const MemorySample* above = nullptr;  // the smallest size >= x
+};
+
+MemoryBracket bracket_memory(const std::vector<MemorySample>& memory, const char* kind, double x) {
+    MemoryBracket b;
+    for (const auto& s : memory) {
+        if (s.kind != kind) continue;
+        if (!b.smallest || s.bytes < b.smallest->bytes) b.smallest = &s;
+        if (!b.largest || s.bytes > b.largest->bytes) b.largest = &s;
+        if (s.bytes < x) {
+            if (!b.below || s.bytes > b.below->bytes) b.below = &s;
+        } else if (!b.above || s.bytes < b.above->bytes) {
+            b.above = &s;
+        }
+    }
+    return b;
+}
+
+}  // namespace
+
 std::optional<BytesPerSecond> HardwareProfile::memory_rate(sim::OpKind kind, Bytes bytes) const {
-    std::vector<const MemorySample*> samples;
-    for (const char* name : {memory_kind_name(kind), "elementwise"}) {
-        for (const auto& s : memory)
-            if (s.kind == name) samples.push_back(&s);
-        if (!samples.empty()) break;
-    }
-    if (samples.empty()) return std::nullopt;
-    std::sort(samples.begin(), samples.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
     const double x = std::max(bytes.value, 1.0);
-    if (x <= samples.front()->bytes) return gigabytes_per_second(samples.front()->gb_per_s);
-    if (x >= samples.back()->bytes) return gigabytes_per_second(samples.back()->gb_per_s);
-    for (std::size_t i = 1; i < samples.size(); ++i) {
-        if (x > samples[i]->bytes) continue;
-        const auto* lo = samples[i - 1];
-        const auto* hi = samples[i];
-        const double t = hi->bytes > lo->bytes ? std::log(x / lo->bytes) / std::log(hi->bytes / lo->bytes) : 0.0;
-        return gigabytes_per_second(lo->gb_per_s + t * (hi->gb_per_s - lo->gb_per_s));
+    MemoryBracket b;
+    for (const char* name : {memory_kind_name(kind), "elementwise"}) {
+        b = bracket_memory(memory, name, x);
+        if (b.smallest) break;
     }
-    return gigabytes_per_second(samples.back()->gb_per_s);
+    if (!b.smallest) return std::nullopt;
+    if (x <= b.smallest->bytes) return gigabytes_per_second(b.smallest->gb_per_s);
+    if (x >= b.largest->bytes) return gigabytes_per_second(b.largest->gb_per_s);
+    // smallest < x < largest: both neighbours exist and below < x <= above.
+    const MemorySample* lo = b.below;
+    const MemorySample* hi = b.above;
+    const double t = std::log(x / lo->bytes) / std::log(hi->bytes / lo->bytes);
+    return gigabytes_per_second(lo->gb_per_s + t * (hi->gb_per_s - lo->gb_per_s));
 }
 
 namespace {

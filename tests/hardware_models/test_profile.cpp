@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +55,26 @@ TEST_CASE("profile: GEMM rates interpolate in log space inside the grid", "[prof
     // Memory: halfway in log(bytes) between 1 MB and 100 MB is 10 MB: 1000 GB/s.
     CHECK(p.memory_rate(sim::OpKind::LayerNorm, Bytes(1e7))->value == Approx(1000e9));
     CHECK(p.metadata.at("gpu") == "a100-sxm-80gb");
+}
+
+TEST_CASE("profile: memory rates of a kind, from samples in any order", "[profile]") {
+    // layer-norm measured at 1e8, 1e6, 1e7 bytes (not sorted); elementwise as the fallback.
+    const HardwareProfile p = HardwareProfile::parse(R"(
+memory:
+  - {kind: layer-norm, bytes: 1.0e8, gb_per_s: 1200}
+  - {kind: elementwise, bytes: 1.0e6, gb_per_s: 50}
+  - {kind: layer-norm, bytes: 1.0e6, gb_per_s: 400}
+  - {kind: layer-norm, bytes: 1.0e7, gb_per_s: 1000}
+)", "m.yaml");
+    using K = sim::OpKind;
+    CHECK(p.memory_rate(K::LayerNorm, Bytes(1e7))->value == Approx(1000e9));  // a measured size
+    // sqrt(1e6 * 1e7) is halfway in log(bytes) between its neighbours 400 and 1000: 700.
+    CHECK(p.memory_rate(K::LayerNorm, Bytes(std::sqrt(1e13)))->value == Approx(700e9));
+    // sqrt(1e7 * 1e8): between 1000 and 1200, not across to the 1e6 sample.
+    CHECK(p.memory_rate(K::LayerNorm, Bytes(std::sqrt(1e15)))->value == Approx(1100e9));
+    CHECK(p.memory_rate(K::LayerNorm, Bytes(10.0))->value == Approx(400e9));    // clamped below
+    CHECK(p.memory_rate(K::LayerNorm, Bytes(1e12))->value == Approx(1200e9));   // and above
+    CHECK(p.memory_rate(K::Softmax, Bytes(1e7))->value == Approx(50e9));        // unmeasured kind
 }
 
 TEST_CASE("profile: wrong types are input errors with the key", "[profile]") {
