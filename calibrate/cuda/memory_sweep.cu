@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/cuda/kernel_bytes.hpp"
 #include "calibrate/cuda/memory_kernels.cuh"
 #include "calibrate/cuda/sweeps.hpp"
 #include "calibrate/cuda/timing.cuh"
@@ -16,19 +17,23 @@ namespace k = kernels;
 constexpr int kThreads = 256;
 constexpr int kRowLength = 8192;  // layer norm: a hidden size; softmax: a sequence length
 
-// HBM bytes moved per element (see each kernel's comment).
+// HBM bytes moved per element (kernel_bytes.hpp).
 double bytes_per_element(const std::string& kernel) {
-    if (kernel == "copy") return 4.0;  // bf16 in and out
-    if (kernel == "residual-add" || kernel == "swiglu") return 6.0;
-    if (kernel == "dropout") return 5.0;
-    if (kernel == "adam") return 28.0;
-    return 4.0;  // gelu, layer-norm, softmax
+    namespace b = kernel_bytes;
+    if (kernel == "copy") return b::kCopy;
+    if (kernel == "residual-add") return b::kResidualAdd;
+    if (kernel == "swiglu") return b::kSwiglu;
+    if (kernel == "dropout") return b::kDropout;
+    if (kernel == "adam") return b::kAdam;
+    if (kernel == "layer-norm") return b::kLayerNorm;
+    if (kernel == "softmax") return b::kSoftmax;
+    return b::kGelu;
 }
 
-// Bytes of device memory per element the operands occupy (Adam moves 28 per parameter but keeps
-// 16: weights, gradients and two moments, read, and three of them written back).
+// Bytes of device memory per element the operands occupy: Adam moves more than it keeps (three
+// of its four arrays are read and written back); the others write each byte they move once.
 double storage_per_element(const std::string& kernel) {
-    return kernel == "adam" ? 16.0 : bytes_per_element(kernel);
+    return kernel == "adam" ? kernel_bytes::kAdamState : bytes_per_element(kernel);
 }
 
 // Enough blocks to fill the GPU several times over, grid-stride beyond that.

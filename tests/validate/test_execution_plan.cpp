@@ -176,7 +176,7 @@ TEST_CASE("the optimizer step runs in place on the resident state when the state
         b.add(gelu);
         sim::Op adam;
         adam.kind = sim::OpKind::Optimizer;
-        adam.bytes = Bytes(kAdamBytesMovedPerParameter * parameters);
+        adam.bytes = Bytes(calibrate::kernel_bytes::kAdam * parameters);
         b.add(adam, {0});
         list.resident = Bytes(resident);
         sim::Program p;
@@ -187,7 +187,7 @@ TEST_CASE("the optimizer step runs in place on the resident state when the state
     // The state fits (16 N bytes exactly): the working buffers hold only the activation.
     CHECK(plan_for(16.0 * parameters).memory_op_bytes == 4e6);
     // One byte short: the step needs working buffers of its own bytes.
-    CHECK(plan_for(16.0 * parameters - 1.0).memory_op_bytes == kAdamBytesMovedPerParameter * parameters);
+    CHECK(plan_for(16.0 * parameters - 1.0).memory_op_bytes == calibrate::kernel_bytes::kAdam * parameters);
     CHECK(optimizer_in_place(28.0, 16.0));
     CHECK_FALSE(optimizer_in_place(28.0, 15.9));
 }

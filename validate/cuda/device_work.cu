@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "calibrate/cuda/device_buffer.cuh"
+#include "calibrate/cuda/kernel_bytes.hpp"
 #include "calibrate/cuda/lt_matmul.cuh"
 #include "calibrate/cuda/memory_kernels.cuh"
 
@@ -62,7 +63,8 @@ void GemmRunner::run(GemmPrecision p, std::int64_t m, std::int64_t n, std::int64
 
 void launch_memory_kernel(MemoryKernel kernel, double bytes, void* in, void* out, int sms, cudaStream_t s) {
     using bf16 = k::bf16;
-    // Elements at the kernel's HBM bytes per element (memory_kernels.cuh), rounded down to whole
+    namespace kb = calibrate::kernel_bytes;
+    // Elements at the kernel's HBM bytes per element (kernel_bytes.hpp), rounded down to whole
     // 8-element vectors; at least one vector.
     auto elements = [&](double per_element) {
         return std::max<std::size_t>(8, std::size_t(bytes / per_element) / 8 * 8);
@@ -72,7 +74,7 @@ void launch_memory_kernel(MemoryKernel kernel, double bytes, void* in, void* out
     switch (kernel) {
         case MemoryKernel::LayerNorm:
         case MemoryKernel::Softmax: {
-            const std::size_t n = elements(4.0);
+            const std::size_t n = elements(kernel == MemoryKernel::LayerNorm ? kb::kLayerNorm : kb::kSoftmax);
             const int cols = int(std::min<std::size_t>(n, kRowLength));
             const int rows = int(std::max<std::size_t>(1, n / std::size_t(cols)));
             if (kernel == MemoryKernel::LayerNorm) k::layer_norm<<<rows, kThreads, 0, s>>>(x, x, x, y, cols);
@@ -80,28 +82,29 @@ void launch_memory_kernel(MemoryKernel kernel, double bytes, void* in, void* out
             break;
         }
         case MemoryKernel::Activation: {
-            const std::size_t n8 = elements(4.0) / 8;
+            const std::size_t n8 = elements(kb::kGelu) / 8;
             k::gelu<<<blocks_for(n8, sms), kThreads, 0, s>>>(x, y, n8);
             break;
         }
         case MemoryKernel::Dropout: {
-            const std::size_t n = elements(5.0);
+            const std::size_t n = elements(kb::kDropout);
             k::dropout<<<blocks_for(n / 8, sms), kThreads, 0, s>>>(x, y, reinterpret_cast<std::uint8_t*>(y + n), n / 8,
                                                                     0.1f, 7);
             break;
         }
         case MemoryKernel::Elementwise: {
-            const std::size_t n = elements(6.0);
+            const std::size_t n = elements(kb::kResidualAdd);
             k::residual_add<<<blocks_for(n / 8, sms), kThreads, 0, s>>>(x, x + n, y, n / 8);
             break;
         }
         case MemoryKernel::Copy: {
-            const std::size_t n16 = std::max<std::size_t>(1, std::size_t(bytes / 32.0));  // 2 x 16 bytes per step
+            // One 16-byte step copies 8 elements.
+            const std::size_t n16 = std::max<std::size_t>(1, std::size_t(bytes / (8 * kb::kCopy)));
             k::copy<<<blocks_for(n16, sms), kThreads, 0, s>>>(static_cast<const uint4*>(in), static_cast<uint4*>(out), n16);
             break;
         }
         case MemoryKernel::Optimizer: {
-            const std::size_t n = std::max<std::size_t>(1, std::size_t(bytes / 28.0));
+            const std::size_t n = std::max<std::size_t>(1, std::size_t(bytes / kb::kAdam));
             float* w = static_cast<float*>(in);
             float* m = static_cast<float*>(out);
             k::adam<<<blocks_for(n, sms), kThreads, 0, s>>>(w, w + n, m, m + n, n, 1e-4f, 0.9f, 0.95f, 1e-8f);

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "calibrate/cuda/kernel_bytes.hpp"
 #include "sim/program.hpp"
 
 namespace cuboid::validate {
@@ -54,14 +55,13 @@ struct ListPlan {
 };
 
 // The optimizer step (Adam, mixed precision) runs in place on the resident state, as in training:
-// its fp32 weights, gradients and two moments (16 bytes per parameter) are read, and weights and
-// moments written back (12 bytes), so an op that moves B bytes updates B / 28 parameters and needs
-// 16 B / 28 bytes of resident state. When the state is smaller (a program whose resident bytes do
+// its fp32 weights, gradients and two moments are read and three of them written back
+// (calibrate/cuda/kernel_bytes.hpp: 28 bytes moved, 16 held per parameter), so an op that moves B
+// bytes updates B / 28 parameters and needs 16 B / 28 bytes of resident state. When the state is smaller (a program whose resident bytes do
 // not hold it), the step runs on the working buffers instead.
-constexpr double kAdamBytesMovedPerParameter = 28.0;
-constexpr double kAdamStateBytesPerParameter = 16.0;
 inline bool optimizer_in_place(double moved_bytes, double resident_bytes) {
-    return moved_bytes / kAdamBytesMovedPerParameter * kAdamStateBytesPerParameter <= resident_bytes;
+    namespace kb = calibrate::kernel_bytes;
+    return moved_bytes / kb::kAdam * kb::kAdamState <= resident_bytes;
 }
 
 // One communication call of a rank.
