@@ -15,16 +15,16 @@ struct PlanContext {
 };
 
 // Accumulates the links of routes into one flow; a link used twice gets weight 2 (before the
-// protocol efficiency of its class divides the weight).
+// protocol efficiency of its class divides the weight). The flow lists its links in id order.
 class FlowBuilder {
 public:
     explicit FlowBuilder(const PlanContext& ctx) : ctx_(ctx) {}
     void hop(std::uint32_t from, std::uint32_t to);
-    sim::Flow flow(Bytes bytes) const;
+    sim::Flow flow(Bytes bytes);
 
 private:
     const PlanContext& ctx_;
-    std::map<sim::LinkId, double> uses_;
+    std::vector<sim::LinkId> crossed_;  // every link of every hop, repeats kept (counted in flow())
 };
 
 // A group's members by node, nodes in order of first appearance, members in group order.

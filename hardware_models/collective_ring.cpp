@@ -6,14 +6,20 @@
 namespace cuboid::hw::detail {
 
 void FlowBuilder::hop(std::uint32_t from, std::uint32_t to) {
-    for (const sim::LinkId id : ctx_.topology.route(from, to)) uses_[id] += 1.0;
+    const auto route = ctx_.topology.route(from, to);
+    crossed_.insert(crossed_.end(), route.begin(), route.end());
 }
 
-sim::Flow FlowBuilder::flow(Bytes bytes) const {
+sim::Flow FlowBuilder::flow(Bytes bytes) {
+    std::sort(crossed_.begin(), crossed_.end());
     sim::Flow f;
     f.bytes = bytes;
-    for (const auto& [id, uses] : uses_)
-        f.links.push_back({id, uses / ctx_.costs.efficiency(ctx_.topology.link_class(id))});
+    for (auto it = crossed_.begin(); it != crossed_.end();) {
+        const auto end = std::find_if(it, crossed_.end(), [id = *it](sim::LinkId l) { return l != id; });
+        const double uses = static_cast<double>(end - it);
+        f.links.push_back({*it, uses / ctx_.costs.efficiency(ctx_.topology.link_class(*it))});
+        it = end;
+    }
     return f;
 }
 

@@ -1,7 +1,9 @@
 #include "hardware_models/collectives.hpp"
 
 #include <algorithm>
-#include <map>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "hardware_models/collective_builders.hpp"
@@ -55,9 +57,54 @@ double CollectiveCosts::efficiency(LinkClass c) const {
     return 1.0;
 }
 
+// Plans by everything plan() reads besides the model's own constants (topology, costs, profile):
+// kind, bytes, the ranks in ring order and the source, so a remembered plan is the one plan()
+// would build. Bounded: past kMaxPlans the table starts afresh (plans in use stay alive through
+// their planners' shared pointers), so a long search cannot grow it without limit.
+struct CollectiveModel::PlanCache {
+    static constexpr std::size_t kMaxPlans = std::size_t{1} << 14;
+    struct Key {
+        sim::OpKind kind;
+        std::uint32_t source;
+        double bytes;
+        std::vector<std::uint32_t> ranks;
+        bool operator==(const Key&) const = default;
+    };
+    struct Hash {
+        std::size_t operator()(const Key& k) const {
+            std::size_t h = std::hash<double>{}(k.bytes);  // equal for 0.0 and -0.0, as == is
+            const auto add = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+            add(static_cast<std::size_t>(k.kind));
+            add(k.source);
+            for (const std::uint32_t r : k.ranks) add(r);
+            return h;
+        }
+    };
+    std::mutex mutex;
+    std::unordered_map<Key, std::shared_ptr<const sim::TransferPlan>, Hash> plans;
+};
+
 CollectiveModel::CollectiveModel(const Topology& topology, CollectiveCosts costs,
                                  const HardwareProfile* profile)
-    : topology_(topology), costs_(std::move(costs)), profile_(profile) {}
+    : topology_(topology), costs_(std::move(costs)), profile_(profile), plans_(std::make_unique<PlanCache>()) {}
+
+CollectiveModel::~CollectiveModel() = default;
+
+std::shared_ptr<const sim::TransferPlan> CollectiveModel::shared_plan(sim::OpKind kind, Bytes bytes,
+                                                                      std::span<const std::uint32_t> ranks,
+                                                                      std::uint32_t source) const {
+    PlanCache::Key key{kind, source, bytes.value, {ranks.begin(), ranks.end()}};
+    {
+        const std::lock_guard lock(plans_->mutex);
+        const auto it = plans_->plans.find(key);
+        if (it != plans_->plans.end()) return it->second;
+    }
+    // Built outside the lock: a racing thread builds the same plan, and the first one stored wins.
+    auto built = std::make_shared<const sim::TransferPlan>(plan(kind, bytes, ranks, source).plan);
+    const std::lock_guard lock(plans_->mutex);
+    if (plans_->plans.size() >= PlanCache::kMaxPlans) plans_->plans.clear();
+    return plans_->plans.emplace(std::move(key), std::move(built)).first->second;
+}
 
 std::vector<CollectiveAlgorithm> CollectiveModel::eligible(sim::OpKind kind,
                                                            std::span<const std::uint32_t> ranks) const {
@@ -123,12 +170,21 @@ CollectivePlan CollectiveModel::plan(sim::OpKind kind, Bytes bytes, std::span<co
 Time CollectiveModel::closed_form(const sim::TransferPlan& plan) const {
     const auto links = topology_.links();
     Time total{0};
+    std::vector<std::pair<sim::LinkId, double>> uses;  // (link, bytes x weight), flows in order
     for (const auto& phase : plan.phases) {
-        std::map<sim::LinkId, double> load;  // bytes x weight per link
+        uses.clear();
         for (const auto& f : phase.flows)
-            for (const auto& use : f.links) load[use.link] += f.bytes.value * use.weight;
+            for (const auto& use : f.links) uses.emplace_back(use.link, f.bytes.value * use.weight);
+        // Stable: a link's load adds its uses in flow order, as a running sum per link would.
+        std::stable_sort(uses.begin(), uses.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         double slowest = 0.0;
-        for (const auto& [id, bytes] : load) slowest = std::max(slowest, bytes / links[id].bandwidth.value);
+        for (std::size_t i = 0; i < uses.size();) {
+            double load = 0.0;
+            std::size_t j = i;
+            for (; j < uses.size() && uses[j].first == uses[i].first; ++j) load += uses[j].second;
+            slowest = std::max(slowest, load / links[uses[i].first].bandwidth.value);
+            i = j;
+        }
         total += phase.latency + to_time(slowest);
     }
     return total;
@@ -165,7 +221,14 @@ CollectivePlanner::CollectivePlanner(const CollectiveModel& model, const sim::Pr
     : model_(model), program_(program), by_group_(program.groups.size()), last_(program.groups.size()) {}
 
 std::optional<std::vector<sim::LinkId>> CollectivePlanner::route(std::uint32_t from, std::uint32_t to) {
-    return model_.topology().route(from, to);
+    const auto links = model_.topology().route(from, to);
+    return std::vector<sim::LinkId>(links.begin(), links.end());
+}
+
+bool CollectivePlanner::route_into(std::uint32_t from, std::uint32_t to, std::vector<sim::LinkId>& out) {
+    const auto links = model_.topology().route(from, to);
+    out.assign(links.begin(), links.end());
+    return true;
 }
 
 const sim::TransferPlan& CollectivePlanner::plan(const sim::TransferRequest& r) {
@@ -186,8 +249,7 @@ const sim::TransferPlan& CollectivePlanner::lookup(std::uint32_t group, sim::OpK
     for (const Entry& e : entries) {
         if (e.kind == kind && e.bytes == bytes && e.source == source) return *e.plan;
     }
-    auto p = model_.plan(kind, r.bytes, program_.groups[group].ranks, r.source);
-    entries.push_back({kind, bytes, source, std::make_unique<sim::TransferPlan>(std::move(p.plan))});
+    entries.push_back({kind, bytes, source, model_.shared_plan(kind, r.bytes, program_.groups[group].ranks, source)});
     return *entries.back().plan;
 }
 

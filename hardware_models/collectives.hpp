@@ -72,6 +72,7 @@ class CollectiveModel {
 public:
     // `topology` and `profile` (may be null) must outlive the model.
     CollectiveModel(const Topology& topology, CollectiveCosts costs, const HardwareProfile* profile);
+    ~CollectiveModel();
 
     // The algorithm NCCL would pick (smallest modelled time among the eligible ones), with a
     // calibrated profile's alpha-beta applied when it measured this collective and group size.
@@ -85,15 +86,26 @@ public:
     // Uncontended time of a plan on this topology.
     Time closed_form(const sim::TransferPlan& plan) const;
 
+    // plan(kind, bytes, ranks, source).plan, remembered for every planner of this model: sweep
+    // points of one cluster ask for the same collectives on the same ranks again and again.
+    // Thread-safe. Kinds other than Send and Broadcast ignore `source`: pass 0 for them, so that
+    // equal requests find one entry.
+    std::shared_ptr<const sim::TransferPlan> shared_plan(sim::OpKind kind, Bytes bytes,
+                                                         std::span<const std::uint32_t> ranks,
+                                                         std::uint32_t source) const;
+
     const Topology& topology() const { return topology_; }
     const CollectiveCosts& costs() const { return costs_; }
 
 private:
     void apply_profile(CollectivePlan& p, sim::OpKind kind, Bytes bytes, std::span<const std::uint32_t> group) const;
 
+    struct PlanCache;
+
     const Topology& topology_;
     CollectiveCosts costs_;
     const HardwareProfile* profile_;
+    std::unique_ptr<PlanCache> plans_;
 };
 
 // sim's planner: one per simulation, caching plans by (group, kind, bytes, source).
@@ -103,16 +115,17 @@ public:
     const sim::TransferPlan& plan(const sim::TransferRequest& request) override;
     // The topology's route (symmetry folding matches routes to map links onto links).
     std::optional<std::vector<sim::LinkId>> route(std::uint32_t from, std::uint32_t to) override;
+    bool route_into(std::uint32_t from, std::uint32_t to, std::vector<sim::LinkId>& out) override;
 
 private:
     // Plans of one group: a group issues few distinct (kind, size, source) requests, so a short
-    // list scanned linearly beats hashing on this hot path. Plans are boxed so that references
-    // handed out stay valid as the list grows.
+    // list scanned linearly beats hashing on this hot path. Plans are boxed (and shared with the
+    // model's cache) so that references handed out stay valid as the list grows.
     struct Entry {
         sim::OpKind kind;
         double bytes;
         std::uint32_t source;
-        std::unique_ptr<sim::TransferPlan> plan;
+        std::shared_ptr<const sim::TransferPlan> plan;
     };
     // The last plan handed out per group, in one flat array: a group mostly repeats its previous
     // request, and this finds it with one memory access instead of two dependent ones.

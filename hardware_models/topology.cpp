@@ -1,9 +1,11 @@
 // Shortest-path routing on the topology graph with deterministic ECMP.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "hardware_models/topology.hpp"
 
@@ -19,9 +21,78 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser: a well-spread det
 
 }  // namespace
 
+// Routes by (src, dst): an open-addressing table whose slots readers probe without a lock (a
+// sweep asks tens of thousands of routes a point from every thread, and a reader-writer lock
+// makes each lookup two atomic writes to one shared cache line). Writers insert under `mutex`.
+// A slot's route is published before its key (release), so a reader that sees the key sees the
+// route. The table is never resized in place: a full one is copied into one twice as large, which
+// then replaces it, and the old one stays allocated (readers may still probe it) until the
+// topology dies; together they take at most twice the last one's size. Routes live in a deque,
+// whose elements never move, so views of them stay valid.
 struct Topology::RouteCache {
-    std::shared_mutex mutex;
-    std::unordered_map<std::uint64_t, std::vector<sim::LinkId>> by_pair;  // key: src << 32 | dst
+    static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // src == dst: never stored
+    struct Slot {
+        std::atomic<std::uint64_t> key{kEmpty};
+        std::atomic<const std::vector<sim::LinkId>*> route{nullptr};
+    };
+    struct Table {
+        std::size_t mask = 0;  // slots - 1, a power of two less one
+        std::unique_ptr<Slot[]> slots;
+        explicit Table(std::size_t size) : mask(size - 1), slots(std::make_unique<Slot[]>(size)) {}
+    };
+
+    std::atomic<const Table*> current{nullptr};
+    std::mutex mutex;                                  // writers only
+    std::vector<std::unique_ptr<Table>> tables;        // current last, the older ones still probed
+    std::deque<std::vector<sim::LinkId>> routes;       // the stored routes, never moved
+    std::size_t used = 0;                              // slots filled in the current table
+
+    RouteCache() {
+        tables.push_back(std::make_unique<Table>(std::size_t{1} << 12));
+        current.store(tables.back().get(), std::memory_order_release);
+    }
+
+    static const std::vector<sim::LinkId>* find(const Table& t, std::uint64_t key) {
+        for (std::size_t i = mix(key) & t.mask;; i = (i + 1) & t.mask) {
+            const std::uint64_t k = t.slots[i].key.load(std::memory_order_acquire);
+            if (k == key) return t.slots[i].route.load(std::memory_order_acquire);
+            if (k == kEmpty) return nullptr;
+        }
+    }
+    const std::vector<sim::LinkId>* find(std::uint64_t key) const {
+        return find(*current.load(std::memory_order_acquire), key);
+    }
+
+    // Under `mutex`: a slot for `key` that no reader can see yet, filled with `route`.
+    static void put(const Table& t, std::uint64_t key, const std::vector<sim::LinkId>* route) {
+        std::size_t i = mix(key) & t.mask;
+        while (t.slots[i].key.load(std::memory_order_relaxed) != kEmpty) i = (i + 1) & t.mask;
+        t.slots[i].route.store(route, std::memory_order_relaxed);
+        t.slots[i].key.store(key, std::memory_order_release);
+    }
+
+    // Stores `path` unless a racing thread stored the pair first; returns the stored route.
+    const std::vector<sim::LinkId>& insert(std::uint64_t key, std::vector<sim::LinkId> path) {
+        const std::lock_guard lock(mutex);
+        const Table& t = *tables.back();
+        if (const auto* found = find(t, key)) return *found;
+        const auto* route = &routes.emplace_back(std::move(path));
+        if (2 * (used + 1) > t.mask + 1) grow();  // load factor at most 1/2: probes stay short
+        put(*tables.back(), key, route);
+        ++used;
+        return *route;
+    }
+
+    void grow() {
+        const Table& old = *tables.back();
+        auto bigger = std::make_unique<Table>(2 * (old.mask + 1));
+        for (std::size_t i = 0; i <= old.mask; ++i) {
+            const std::uint64_t k = old.slots[i].key.load(std::memory_order_relaxed);
+            if (k != kEmpty) put(*bigger, k, old.slots[i].route.load(std::memory_order_relaxed));
+        }
+        tables.push_back(std::move(bigger));
+        current.store(tables.back().get(), std::memory_order_release);
+    }
 };
 
 Topology::Topology() : routes_(std::make_unique<RouteCache>()) {}
@@ -46,43 +117,42 @@ bool Topology::may_cross(Vertex v, bool intra_node, int node) const {
 // all-to-all communication patterns", CCPE 2010).
 std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const {
     const int node = graph_[src].node;
-    std::vector<int> level(boost::num_vertices(graph_), -1);
-    std::deque<Vertex> queue{src};
+    // Levels are path lengths (a handful of hops), so a byte each: a search clears a quarter of the
+    // memory an int would take.
+    std::vector<std::int8_t> level(boost::num_vertices(graph_), -1);
+    std::vector<Vertex> queue{src};  // FIFO: pops advance `head`
     level[src] = 0;
-    while (!queue.empty() && level[dst] < 0) {
-        const Vertex u = queue.front();
-        queue.pop_front();
+    for (std::size_t head = 0; head < queue.size() && level[dst] < 0; ++head) {
+        const Vertex u = queue[head];
         for (const auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
             const Vertex v = boost::target(e, graph_);
             if (level[v] >= 0 || (v != dst && !may_cross(v, intra_node, node))) continue;
-            level[v] = level[u] + 1;
+            level[v] = static_cast<std::int8_t>(level[u] + 1);
             queue.push_back(v);
         }
     }
     if (level[dst] < 0) throw std::logic_error("topology: no route between two GPUs");
     std::vector<sim::LinkId> reversed;
     for (Vertex v = dst; v != src;) {
-        std::vector<TopologyGraph::edge_descriptor> choices;
-        for (const auto e : boost::make_iterator_range(boost::in_edges(v, graph_)))
-            if (level[boost::source(e, graph_)] == level[v] - 1) choices.push_back(e);
-        const auto e = choices[seed % choices.size()];
-        reversed.push_back(graph_[e].link);
-        v = boost::source(e, graph_);
+        // The (seed mod n)-th of the n in-edges from the level before, in edge order.
+        const auto from_before = [&](const auto& e) { return level[boost::source(e, graph_)] == level[v] - 1; };
+        const auto in = boost::make_iterator_range(boost::in_edges(v, graph_));
+        auto pick = seed % static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), from_before));
+        auto it = in.begin();
+        for (;; ++it)
+            if (from_before(*it) && pick-- == 0) break;
+        reversed.push_back(graph_[*it].link);
+        v = boost::source(*it, graph_);
     }
     return {reversed.rbegin(), reversed.rend()};
 }
 
-std::vector<sim::LinkId> Topology::route(std::uint32_t src, std::uint32_t dst) const {
+std::span<const sim::LinkId> Topology::route(std::uint32_t src, std::uint32_t dst) const {
     if (src == dst) return {};
     const std::uint64_t key = (std::uint64_t(src) << 32) | dst;
-    {
-        const std::shared_lock lock(routes_->mutex);
-        const auto it = routes_->by_pair.find(key);
-        if (it != routes_->by_pair.end()) return it->second;
-    }
-    auto path = search_route(src, dst);  // outside the lock: a racing thread finds the same path
-    const std::unique_lock lock(routes_->mutex);
-    return routes_->by_pair.emplace(key, std::move(path)).first->second;
+    if (const auto* found = routes_->find(key)) return *found;
+    // Searched outside the lock: a racing thread finds the same path, and the first one stored wins.
+    return routes_->insert(key, search_route(src, dst));
 }
 
 std::vector<sim::LinkId> Topology::search_route(std::uint32_t src, std::uint32_t dst) const {

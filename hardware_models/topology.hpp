@@ -82,8 +82,9 @@ public:
     int node_of(std::uint32_t gpu) const { return static_cast<int>(gpu) / params_.gpus_per_node; }
 
     // Links from GPU `src` to GPU `dst`, in order (empty when src == dst). Each pair is searched
-    // once per topology and remembered, for every planner of the cluster (thread-safe).
-    std::vector<sim::LinkId> route(std::uint32_t src, std::uint32_t dst) const;
+    // once per topology and remembered, for every planner of the cluster (thread-safe); the view
+    // stays valid for the topology's lifetime.
+    std::span<const sim::LinkId> route(std::uint32_t src, std::uint32_t dst) const;
     // Network switches (leaf, spine) a route crosses.
     int switch_hops(std::span<const sim::LinkId> route) const;
     VertexKind link_target_kind(sim::LinkId id) const;
@@ -107,8 +108,8 @@ private:
     std::vector<sim::LinkId> gpu_to_nic_;  // per GPU
     std::vector<sim::LinkId> nic_to_gpu_;
     // Routes found so far. The graph never changes once built, so a route found for one
-    // simulation holds for all of them: sweep points of one cluster share it (under a lock, as
-    // they run in parallel).
+    // simulation holds for all of them: sweep points of one cluster share it (they run in
+    // parallel: lookups read it without a lock, insertions take one).
     std::unique_ptr<RouteCache> routes_;
 };
 

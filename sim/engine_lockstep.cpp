@@ -120,6 +120,10 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
     std::int64_t compute_free = now_.value;  // the compute stream waits for the first collective
     bool compute_stops = false;
     bool comm_stops = false;
+    // The first planned chain that ends at or past the count a collective needs. The counts
+    // collectives need rarely go down along the stream, so a cursor that only moves forward finds
+    // it without a search (a binary search branches unpredictably, once per collective).
+    std::size_t cursor = 0;
     for (bool moved = true; moved;) {
         moved = false;
         while (!compute_stops && head < chains.size()) {
@@ -158,10 +162,10 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
             }
             std::int64_t post = run_collectives_.back().end;
             if (needs > compute_base) {
-                const auto c = std::lower_bound(run_chains_.begin(), run_chains_.end(), needs,
-                                                [](const RunChain& r, std::uint32_t n) { return r.end_count < n; });
-                if (c == run_chains_.end()) break;  // the chain is not planned yet
-                post = std::max(post, c->end);
+                if (cursor > 0 && run_chains_[cursor - 1].end_count >= needs) cursor = 0;  // went down
+                while (cursor < run_chains_.size() && run_chains_[cursor].end_count < needs) ++cursor;
+                if (cursor == run_chains_.size()) break;  // the chain is not planned yet
+                post = std::max(post, run_chains_[cursor].end);
             }
             // The request the rendezvous would describe: the members' (identical) kind and
             // bytes, the group's first rank as source (a collective, never a pair).

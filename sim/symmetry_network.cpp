@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 #include <tuple>
-#include <unordered_set>
 #include <utility>
 
 #include "sim/symmetry.hpp"
@@ -12,6 +11,47 @@ namespace cuboid::sim {
 namespace {
 
 constexpr std::uint32_t kUnmapped = 0xffffffffU;
+
+// GPU pairs as (a << 32 | b), a != b: an open-addressing set (a generator matches up to millions
+// of pairs in a sweep, and a node-based set allocates for each).
+class PairSet {
+public:
+    // True when `key` was not in the set yet.
+    bool insert(std::uint64_t key) {
+        if (2 * (used_ + 1) > slots_.size()) grow();
+        if (!place(slots_, key)) return false;
+        ++used_;
+        return true;
+    }
+
+private:
+    static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // a == b: never a key
+
+    static std::uint64_t spread(std::uint64_t x) {  // splitmix64 finaliser
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        return x ^ (x >> 31);
+    }
+    static bool place(std::vector<std::uint64_t>& slots, std::uint64_t key) {
+        const std::size_t mask = slots.size() - 1;
+        for (std::size_t i = spread(key) & mask;; i = (i + 1) & mask) {
+            if (slots[i] == key) return false;
+            if (slots[i] == kEmpty) {
+                slots[i] = key;
+                return true;
+            }
+        }
+    }
+    void grow() {
+        std::vector<std::uint64_t> bigger(std::max<std::size_t>(64, 2 * slots_.size()), kEmpty);
+        for (const std::uint64_t k : slots_)
+            if (k != kEmpty) place(bigger, k);
+        slots_ = std::move(bigger);
+    }
+
+    std::vector<std::uint64_t> slots_;
+    std::size_t used_ = 0;
+};
 
 // pi_g, grown as plans need it: every binding is checked against those made before.
 class LinkMap {
@@ -52,12 +92,12 @@ private:
     }
 
     bool match(std::uint32_t a, std::uint32_t b) {
-        if (a == b || !done_.insert((std::uint64_t{a} << 32) | b).second) return true;
-        const auto from = planner_.route(a, b);
-        const auto to = planner_.route(g_[a], g_[b]);
-        if (!from || !to || from->size() != to->size()) return fail();
-        for (std::size_t i = 0; i < from->size(); ++i) {
-            if (!bind((*from)[i], (*to)[i])) return fail();
+        if (a == b || !done_.insert((std::uint64_t{a} << 32) | b)) return true;
+        if (!planner_.route_into(a, b, from_) || !planner_.route_into(g_[a], g_[b], to_) ||
+            from_.size() != to_.size())
+            return fail();
+        for (std::size_t i = 0; i < from_.size(); ++i) {
+            if (!bind(from_[i], to_[i])) return fail();
         }
         return true;
     }
@@ -83,38 +123,76 @@ private:
     TransferPlanner& planner_;
     std::vector<std::uint32_t> image_;
     std::vector<std::uint32_t> preimage_;
-    std::unordered_set<std::uint64_t> done_;  // GPU pairs matched so far
+    PairSet done_;                            // GPU pairs matched so far
+    std::vector<LinkId> from_, to_;           // the routes of the pair being matched
     bool broken_ = false;
 };
 
-// A phase as a sorted multiset of flows, each a sorted multiset of (link, weight) and its bytes;
-// links renamed by `rename` (null: kept).
-using CanonicalFlow = std::pair<std::vector<std::pair<LinkId, double>>, double>;
-
-std::vector<CanonicalFlow> canonical(const TransferPhase& phase, const LinkMap* rename) {
-    std::vector<CanonicalFlow> flows;
-    flows.reserve(phase.flows.size());
-    for (const Flow& f : phase.flows) {
-        CanonicalFlow c{{}, f.bytes.value};
-        for (const LinkUse& u : f.links) {
-            if (u.weight > 0.0) c.first.emplace_back(rename ? (*rename)[u.link] : u.link, u.weight);
+// Compares phases as multisets of flows, each a multiset of (link, weight) with its bytes: both
+// phases are brought to a canonical form (a flow's uses sorted, flows sorted by uses then bytes),
+// the plan's links renamed by pi first. The buffers are kept from one comparison to the next.
+class PlanComparer {
+public:
+    bool same(const TransferPlan& image, const TransferPlan& plan, const LinkMap& pi) {
+        if (image.phases.size() != plan.phases.size()) return false;
+        for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+            if (image.phases[p].latency != plan.phases[p].latency) return false;
+            if (image.phases[p].flows.size() != plan.phases[p].flows.size()) return false;
+            canonical(image.phases[p], nullptr, a_);
+            canonical(plan.phases[p], &pi, b_);
+            if (!equal(a_, b_)) return false;
         }
-        std::sort(c.first.begin(), c.first.end());
-        flows.push_back(std::move(c));
+        return true;
     }
-    std::sort(flows.begin(), flows.end());
-    return flows;
-}
 
-bool same_plan(const TransferPlan& image, const TransferPlan& plan, const LinkMap& pi) {
-    if (image.phases.size() != plan.phases.size()) return false;
-    for (std::size_t p = 0; p < plan.phases.size(); ++p) {
-        if (image.phases[p].latency != plan.phases[p].latency) return false;
-        if (image.phases[p].flows.size() != plan.phases[p].flows.size()) return false;
-        if (canonical(image.phases[p], nullptr) != canonical(plan.phases[p], &pi)) return false;
+private:
+    using Use = std::pair<LinkId, double>;
+    struct FlowKey {
+        std::size_t begin, end;  // its uses: uses[begin, end)
+        double bytes;
+    };
+    struct Canonical {
+        std::vector<Use> uses;
+        std::vector<FlowKey> flows;
+    };
+
+    // Uses of weight 0 carry nothing and are left out; links renamed by `rename` (null: kept).
+    static void canonical(const TransferPhase& phase, const LinkMap* rename, Canonical& out) {
+        out.uses.clear();
+        out.flows.clear();
+        for (const Flow& f : phase.flows) {
+            const std::size_t begin = out.uses.size();
+            for (const LinkUse& u : f.links) {
+                if (u.weight > 0.0) out.uses.emplace_back(rename ? (*rename)[u.link] : u.link, u.weight);
+            }
+            std::sort(out.uses.begin() + static_cast<std::ptrdiff_t>(begin), out.uses.end());
+            out.flows.push_back({begin, out.uses.size(), f.bytes.value});
+        }
+        const auto& uses = out.uses;
+        std::sort(out.flows.begin(), out.flows.end(), [&uses](const FlowKey& x, const FlowKey& y) {
+            const auto c = std::lexicographical_compare(uses.begin() + x.begin, uses.begin() + x.end,
+                                                        uses.begin() + y.begin, uses.begin() + y.end);
+            if (c) return true;
+            const bool same_uses = std::equal(uses.begin() + x.begin, uses.begin() + x.end,
+                                              uses.begin() + y.begin, uses.begin() + y.end);
+            return same_uses && x.bytes < y.bytes;
+        });
     }
-    return true;
-}
+
+    static bool equal(const Canonical& x, const Canonical& y) {
+        if (x.flows.size() != y.flows.size()) return false;
+        for (std::size_t i = 0; i < x.flows.size(); ++i) {
+            const FlowKey& f = x.flows[i];
+            const FlowKey& g = y.flows[i];
+            if (f.bytes != g.bytes || !std::equal(x.uses.begin() + f.begin, x.uses.begin() + f.end,
+                                                  y.uses.begin() + g.begin, y.uses.begin() + g.end))
+                return false;
+        }
+        return true;
+    }
+
+    Canonical a_, b_;
+};
 
 // The request the simulation makes for the image group: a pair's sender maps with the ranks,
 // any other source is the image group's first rank (as the executor passes it).
@@ -128,7 +206,8 @@ TransferRequest image_request(const Program& program, const TransferRequest& q, 
 
 // Whether generator `i` of `symmetry` passes for every request, growing its link map.
 bool check_generator(const Program& program, const ProgramSymmetry& symmetry, std::size_t i,
-                     std::span<const TransferRequest> requests, LinkMap& pi, TransferPlanner& planner) {
+                     std::span<const TransferRequest> requests, LinkMap& pi, TransferPlanner& planner,
+                     PlanComparer& compare) {
     for (const TransferRequest& q : requests) {
         const std::uint32_t image_group = symmetry.group_maps[i][q.group];
         if (image_group == kNoGroup) return false;
@@ -136,7 +215,7 @@ bool check_generator(const Program& program, const ProgramSymmetry& symmetry, st
         if (!pi.cover(plan, program.groups[q.group].ranks)) return false;
         const TransferPlan& image =
             planner.plan(image_request(program, q, symmetry.generators[i], symmetry.group_maps[i]));
-        if (!same_plan(image, plan, pi)) return false;
+        if (!compare.same(image, plan, pi)) return false;
     }
     return true;
 }
@@ -148,9 +227,10 @@ NetworkSymmetry network_symmetry(const Program& program, const ProgramSymmetry& 
                                  TransferPlanner& planner) {
     NetworkSymmetry net;
     std::vector<LinkMap> maps;
+    PlanComparer compare;
     for (std::size_t i = 0; i < symmetry.generators.size(); ++i) {
         LinkMap pi(symmetry.generators[i], links, planner);
-        if (!check_generator(program, symmetry, i, requests, pi, planner)) continue;
+        if (!check_generator(program, symmetry, i, requests, pi, planner, compare)) continue;
         net.accepted.push_back(i);
         maps.push_back(std::move(pi));
     }

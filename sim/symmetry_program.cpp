@@ -1,10 +1,10 @@
 // Program side of symmetry.hpp: generators checked against the program, orbits of ranks and
 // groups, and the requests a simulation can make.
 #include <algorithm>
-#include <functional>
+#include <bit>
+#include <cstdint>
 #include <numeric>
 #include <tuple>
-#include <unordered_set>
 
 #include "sim/symmetry.hpp"
 
@@ -76,6 +76,79 @@ std::vector<std::uint32_t> map_groups(const Program& p, const RankMap& g) {
     return image;
 }
 
+// A communication op's use of its list's group slots: what a request depends on besides the rank.
+struct Use {
+    std::uint16_t slot;
+    OpKind kind;
+    double bytes;
+    bool operator<(const Use& o) const { return std::tie(slot, kind, bytes) < std::tie(o.slot, o.kind, o.bytes); }
+    bool operator==(const Use& o) const { return slot == o.slot && kind == o.kind && bytes == o.bytes; }
+};
+
+// The distinct uses of a list, as indices into the vector that holds them, in an open-addressed
+// table: a lookup is a multiply and a compare or two, where a node-based set allocates and hashes
+// the bytes through the library. Equality is Use's ==, so 0.0 and -0.0 are one use, and a NaN is
+// new each time (as it was for std::unordered_set).
+class UseSet {
+public:
+    void clear() {
+        slots_.assign(64, kEmpty);
+        size_ = 0;
+    }
+    // False when `u` is among `held` already; true when it is new (the caller appends it).
+    bool insert(const Use& u, const std::vector<Use>& held) {
+        if (u.bytes != u.bytes) return true;  // NaN equals nothing
+        if (2 * (size_ + 1) > slots_.size()) grow(held);
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = hash(u) & mask;; i = (i + 1) & mask) {
+            if (slots_[i] == kEmpty) {
+                slots_[i] = static_cast<std::uint32_t>(held.size());
+                ++size_;
+                return true;
+            }
+            if (held[slots_[i]] == u) return false;
+        }
+    }
+
+private:
+    static constexpr std::uint32_t kEmpty = 0xffffffffU;
+    static std::size_t hash(const Use& u) {
+        const double b = u.bytes == 0.0 ? 0.0 : u.bytes;  // consistent with ==
+        std::uint64_t key = std::bit_cast<std::uint64_t>(b) ^ (std::uint64_t{u.slot} << 8 | static_cast<std::uint64_t>(u.kind));
+        // The bits of a double that vary are its high ones: fold them down before mixing.
+        key ^= key >> 29;
+        key *= 0x9E3779B97F4A7C15ULL;
+        return static_cast<std::size_t>(key ^ (key >> 32));
+    }
+    void grow(const std::vector<Use>& held) {
+        std::vector<std::uint32_t> old(slots_.size() * 2, kEmpty);
+        old.swap(slots_);
+        const std::size_t mask = slots_.size() - 1;
+        for (const std::uint32_t k : old) {
+            if (k == kEmpty) continue;
+            std::size_t i = hash(held[k]) & mask;
+            while (slots_[i] != kEmpty) i = (i + 1) & mask;
+            slots_[i] = k;
+        }
+    }
+    std::vector<std::uint32_t> slots_;
+    std::size_t size_ = 0;
+};
+
+// The distinct uses of the communication ops of `list`, sorted.
+std::vector<Use> distinct_uses(const OpList& list, UseSet& seen) {
+    std::vector<Use> uses;
+    seen.clear();
+    const auto communication = [](const Op& op) { return is_communication(op.kind); };
+    for (auto op = std::find_if(list.ops.begin(), list.ops.end(), communication); op != list.ops.end();
+         op = std::find_if(op + 1, list.ops.end(), communication)) {
+        const Use u{op->group_slot, op->kind, op->bytes.value};
+        if (seen.insert(u, uses)) uses.push_back(u);
+    }
+    std::sort(uses.begin(), uses.end());
+    return uses;
+}
+
 }  // namespace
 
 ProgramSymmetry program_symmetry(const Program& program, std::span<const RankMap> candidates) {
@@ -129,33 +202,11 @@ std::vector<TransferRequest> possible_requests(const Program& program) {
 
 std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
                                                std::span<const Group> groups) {
-    struct Use {
-        std::uint16_t slot;
-        OpKind kind;
-        double bytes;
-        bool operator<(const Use& o) const { return std::tie(slot, kind, bytes) < std::tie(o.slot, o.kind, o.bytes); }
-        bool operator==(const Use& o) const { return slot == o.slot && kind == o.kind && bytes == o.bytes; }
-    };
-    // Consistent with ==: 0.0 and -0.0 are equal, so both hash as 0.0.
-    struct UseHash {
-        std::size_t operator()(const Use& u) const {
-            const double b = u.bytes == 0.0 ? 0.0 : u.bytes;
-            return std::hash<double>{}(b) ^ (std::size_t{u.slot} << 8) ^ static_cast<std::size_t>(u.kind);
-        }
-    };
     // A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
     // through a hash set before sorting, instead of sorting them all.
     std::vector<std::vector<Use>> uses(program.op_lists.size());
-    std::unordered_set<Use, UseHash> seen;
-    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        seen.clear();
-        for (const Op& op : program.op_lists[l].ops) {
-            if (!is_communication(op.kind)) continue;
-            const Use u{op.group_slot, op.kind, op.bytes.value};
-            if (seen.insert(u).second) uses[l].push_back(u);
-        }
-        std::sort(uses[l].begin(), uses[l].end());
-    }
+    UseSet seen;
+    for (std::size_t l = 0; l < program.op_lists.size(); ++l) uses[l] = distinct_uses(program.op_lists[l], seen);
     std::vector<TransferRequest> requests;
     for (std::uint32_t r = 0; r < ranks.size(); ++r) {
         const RankProgram& rp = ranks[r];

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/program.hpp"
@@ -64,6 +65,15 @@ public:
     // nullopt (the default) means unknown, and nothing is folded.
     virtual std::optional<std::vector<LinkId>> route(std::uint32_t /*from*/, std::uint32_t /*to*/) {
         return std::nullopt;
+    }
+    // route(from, to) written into `out` (its contents replaced); false when unknown. Folding a
+    // sweep point matches routes by the ten thousand: a planner that keeps its routes overrides
+    // this to copy them without allocating a vector each time.
+    virtual bool route_into(std::uint32_t from, std::uint32_t to, std::vector<LinkId>& out) {
+        auto links = route(from, to);
+        if (!links) return false;
+        out = std::move(*links);
+        return true;
     }
 };
 

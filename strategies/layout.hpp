@@ -14,6 +14,10 @@
 
 namespace cuboid {
 
+namespace hw {
+class Catalog;
+}
+
 struct Layout {
     int tensor = 1;
     int pipeline = 1;
@@ -66,5 +70,9 @@ std::vector<int> balanced_split(int layers, int parts);
 // Checks the plan against the model, batch and cluster and returns its layout. Throws
 // InputError at the offending scenario key, saying why and what is allowed.
 Layout validate_plan(const Scenario& scenario);
+// The same with the built-in catalog (hw::Catalog::load_builtin()) already loaded by a caller
+// that validates many plans (a sweep): the partitioner reads the GPU's datasheet figures there
+// instead of parsing the catalog again for every plan.
+Layout validate_plan(const Scenario& scenario, const hw::Catalog& builtin);
 
 }  // namespace cuboid

@@ -109,9 +109,9 @@ void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
                   to_string(sc.model.layers) + " layers (each chunk needs a layer)");
 }
 
-}  // namespace
-
-Layout validate_plan(const Scenario& sc) {
+// The layout of a valid plan; `builtin`: the built-in catalog when loaded (else the partitioner
+// loads it when it needs it).
+Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     const Checker c(sc);
     check_model(c, sc.model);
     check_unsupported(c, sc.parallel);
@@ -133,8 +133,14 @@ Layout validate_plan(const Scenario& sc) {
     l.virtual_stages = sc.parallel.virtual_stages;
     l.tensor_mesh = mesh.axes;
     l.micro_batches = m;
-    l.chunk_layers = stage_partition(sc, l);
+    l.chunk_layers = stage_partition(sc, l, builtin);
     return l;
 }
+
+}  // namespace
+
+Layout validate_plan(const Scenario& sc) { return validated(sc, nullptr); }
+
+Layout validate_plan(const Scenario& sc, const hw::Catalog& builtin) { return validated(sc, &builtin); }
 
 }  // namespace cuboid

@@ -35,7 +35,19 @@ std::size_t ops_per_layer(const LayerContext& layer) {
     return scratch.ops.size();
 }
 
-StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage, int checkpointed) {
+// Bytes a stage's ranks hold all iteration besides activations (stage_resident_bytes), with the
+// layer's dimensions `d` (dims_of(sc)) already worked out.
+Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
+    const double params = stage_parameters_per_rank(sc.model, l, stage);
+    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
+    // Pipeline buffers: one incoming activation and one incoming gradient message, gathered.
+    if (l.pipeline > 1) b += Bytes(2.0 * message_bytes(d) * l.tensor);
+    return b;
+}
+
+// `ops_per_layer`: ops_per_layer(layer), the same for every stage.
+StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage, int checkpointed,
+                     std::size_t ops_per_layer) {
     const ModelSpec& m = sc.model;
     const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
     StagePlan p;
@@ -45,7 +57,7 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.layer = layer;
     p.checkpointed_layers = checkpointed;
     p.scp_whole_stage_recompute = sc.parallel.scp_whole_stage_recompute;
-    p.ops_per_layer = ops_per_layer(layer);
+    p.ops_per_layer = ops_per_layer;
     p.precision = sc.training.precision;
     p.message_bytes = message_bytes(layer.dims);
     p.gather_after_recv = layer.dims.t > 1 && !layer.dims.sp;
@@ -60,7 +72,7 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.weight_bytes_per_param = state.weight;
     p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training.precision);
     p.bucket_params = gradient_bucket_params(l.data);
-    p.resident = stage_resident_bytes(sc, l, stage);
+    p.resident = resident_bytes(sc, l, stage, layer.dims);
     return p;
 }
 
@@ -75,8 +87,9 @@ LayerContext base_layer(const Scenario& sc, const Labels& labels) {
 double stage_peak(const Scenario& sc, const Layout& l, int stage, int k) {
     sim::Program scratch;
     const Labels labels = intern_labels(scratch);
+    const LayerContext layer = base_layer(sc, labels);
     sim::OpList list;
-    build_stage(list, stage_plan(sc, l, base_layer(sc, labels), stage, k));
+    build_stage(list, stage_plan(sc, l, layer, stage, k, ops_per_layer(layer)));
     return sim::peak_memory(list).peak.value;
 }
 
@@ -108,11 +121,7 @@ std::vector<int> checkpointed_layers(const Scenario& sc, const Layout& l, const 
 }
 
 Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
-    const double params = stage_parameters_per_rank(sc.model, l, stage);
-    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
-    // Pipeline buffers: one incoming activation and one incoming gradient message, gathered.
-    if (l.pipeline > 1) b += Bytes(2.0 * message_bytes(dims_of(sc)) * l.tensor);
-    return b;
+    return resident_bytes(sc, l, stage, dims_of(sc));
 }
 
 sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {
@@ -121,12 +130,15 @@ sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptio
 
 namespace {
 
-// `tags` (optional) receives one tag per op of each stage's OpList.
-sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed, ProgramTags* tags) {
+// `tags` (optional) receives one tag per op of each stage's OpList; `threads` as in
+// build_program_checkpointing.
+sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed, ProgramTags* tags,
+                          int threads) {
     sim::Program program;
     const Labels labels = intern_labels(program);
     build_groups(program, l, labels, !sc.model.swiglu);
     const LayerContext layer = base_layer(sc, labels);
+    const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
     if (tags != nullptr) tags->assign(static_cast<std::size_t>(l.pipeline), {});
     // Stages are independent (each writes only its own OpList), so they are built in parallel;
@@ -134,12 +146,12 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
     std::atomic<int> next{0};
     const auto worker = [&] {
         for (int s = next++; s < l.pipeline; s = next++) {
-            StagePlan plan = stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)]);
+            StagePlan plan = stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)], layer_ops);
             if (tags != nullptr) plan.tags = &(*tags)[static_cast<std::size_t>(s)];
             build_stage(program.op_lists[static_cast<std::size_t>(s)], plan);
         }
     };
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned cores = threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> helpers(std::min<std::size_t>(cores, static_cast<std::size_t>(l.pipeline)) - 1);
     for (auto& t : helpers) t = std::thread(worker);
     worker();
@@ -149,13 +161,14 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
 
 }  // namespace
 
-sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed) {
-    return build_stages(sc, l, checkpointed, nullptr);
+sim::Program build_program_checkpointing(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed,
+                                         int threads) {
+    return build_stages(sc, l, checkpointed, nullptr, threads);
 }
 
 TaggedProgram build_tagged_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {
     TaggedProgram out;
-    out.program = build_stages(sc, l, checkpointed_layers(sc, l, options), &out.tags);
+    out.program = build_stages(sc, l, checkpointed_layers(sc, l, options), &out.tags, 0);
     return out;
 }
 

@@ -35,9 +35,11 @@ sim::Program build_program(const Scenario& scenario, const Layout& layout, const
 //  accounts for the schedule's in-flight micro-batches (min(p-s, m) under 1F1B, 3 at SCP's p-2).
 std::vector<int> checkpointed_layers(const Scenario& scenario, const Layout& layout, const BuildOptions& options = {});
 
-// build_program with a given checkpointed_layers() choice.
+// build_program with a given checkpointed_layers() choice. The stages are built on `threads`
+// threads (0: one per core), at most one per stage; the program does not depend on how many.
+// Callers that already run one build per core (a sweep) pass 1.
 sim::Program build_program_checkpointing(const Scenario& scenario, const Layout& layout,
-                                         const std::vector<int>& checkpointed);
+                                         const std::vector<int>& checkpointed, int threads = 0);
 
 // A program with its tags: which layer, micro-batch and chunk each op works on (op_tag.hpp), for
 // executors that run the program's math.

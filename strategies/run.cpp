@@ -15,12 +15,18 @@
 namespace cuboid {
 
 RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
-    const Layout layout = validate_plan(sc);
+    // The built-in catalog, parsed at most once: the partitioner reads it, and without a given
+    // hardware model the model is built from it.
+    std::optional<hw::Catalog> loaded;
+    if (!options.builtin_catalog && !options.hardware) loaded.emplace(hw::Catalog::load_builtin());
+    const hw::Catalog* builtin = options.builtin_catalog ? options.builtin_catalog : loaded ? &*loaded : nullptr;
+    const Layout layout = builtin ? validate_plan(sc, *builtin) : validate_plan(sc);
     std::shared_ptr<const hw::Hardware> hardware =
-        options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
+        options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, *builtin);
     const std::vector<int> checkpointed =
         checkpointed_layers(sc, layout, BuildOptions{hardware->gpu().memory_capacity});
-    const sim::Program program = with_host_dispatch(build_program_checkpointing(sc, layout, checkpointed), *hardware);
+    const sim::Program program = with_host_dispatch(
+        build_program_checkpointing(sc, layout, checkpointed, options.build_threads), *hardware);
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);
 

@@ -64,6 +64,13 @@ struct RunOptions {
     // Simulate one rank per orbit of provably identical ranks (sim::SimOptions::fold): the same
     // results, fewer events. Ignored with observers or a trace, which want every rank.
     bool fold = false;
+    // The built-in catalog (hw::Catalog::load_builtin()) when the caller holds it loaded, as a
+    // sweep does: the plan's partitioner reads the GPU's datasheet figures there instead of
+    // parsing the catalog for every run. Null: parsed here when needed.
+    const hw::Catalog* builtin_catalog = nullptr;
+    // Threads that build the program's stages (0: one per core). A sweep that already runs one
+    // point per core passes 1: more would only contend for the same cores.
+    int build_threads = 0;
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).

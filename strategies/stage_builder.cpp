@@ -91,6 +91,33 @@ private:
         for (int c = 0; c < chunk; ++c) j += l_.layers_of(plan_.stage, c);
         return j;
     }
+    enum class LayerPass : std::uint8_t { Forward, Recompute, Backward };
+
+    void emit_layer_directly(LayerPass pass, const LayerContext& c) {
+        switch (pass) {
+            case LayerPass::Forward: return emit_layer_forward(e_, c);
+            case LayerPass::Recompute: return emit_layer_recompute(e_, c);
+            case LayerPass::Backward: return emit_layer_backward(e_, c);
+        }
+    }
+
+    // One layer pass under one of the builder's contexts: emitted the first time, replayed after
+    // (OpRun, op_emitter.hpp), since all layers are alike. A tagged build emits every layer: its
+    // tags differ from layer to layer.
+    void emit_layer(LayerPass pass, const LayerContext& c) {
+        if (plan_.tags != nullptr) return emit_layer_directly(pass, c);
+        for (const RecordedLayer& r : recorded_) {
+            if (r.context != &c || r.pass != pass || !e_.can_replay(r.run)) continue;
+            if (r.replayable) return e_.replay(r.run);
+            return emit_layer_directly(pass, c);
+        }
+        const OpEmitter::Mark start = e_.mark();
+        emit_layer_directly(pass, c);
+        RecordedLayer r{&c, pass, false, {}};
+        r.replayable = e_.record(start, r.run);
+        recorded_.push_back(std::move(r));
+    }
+
     bool checkpointed(int j) const { return j < plan_.checkpointed_layers; }
     // Layers an Fc forward leaves to its R pass.
     bool pre_checkpointed(int j) const { return plan_.scp_whole_stage_recompute || checkpointed(j); }
@@ -112,7 +139,7 @@ private:
         if (first) emit_embedding_forward(e_, plan_.layer);
         for (int i = 0; i < n; ++i) {
             at_layer(st, base + i);
-            emit_layer_forward(e_, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
+            emit_layer(LayerPass::Forward, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
         }
         at_layer(st, -1);
         if (last) return emit_head_forward(e_, plan_.layer);
@@ -128,7 +155,7 @@ private:
         const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
         for (int i = 0; i < n; ++i) {
             at_layer(st, base + i);
-            if (pre_checkpointed(base + i)) emit_layer_recompute(e_, checkpointed_);
+            if (pre_checkpointed(base + i)) emit_layer(LayerPass::Recompute, checkpointed_);
         }
         at_layer(st, -1);
         const std::uint32_t grad = receive(labels_.recv_grad, slot::kGradFromNext);
@@ -165,7 +192,7 @@ private:
         }
         for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
             at_layer(st, base + i);
-            emit_layer_backward(e_, backward_context(st.micro, base + i));
+            emit_layer(LayerPass::Backward, backward_context(st.micro, base + i));
             add(plan_.layer_params);
         }
         at_layer(st, -1);
@@ -236,6 +263,14 @@ private:
     std::vector<OpTag> deferred_tags_;           // and the micro-batches they carry
     std::vector<std::uint32_t> reductions_;
     LayerContext plain_, checkpointed_, after_recompute_;
+    // Layer passes emitted so far, by context (one of the three above), pass and start shape.
+    struct RecordedLayer {
+        const LayerContext* context;
+        LayerPass pass;
+        bool replayable;  // false: record() could not express it, emit it each time
+        OpRun run;
+    };
+    std::vector<RecordedLayer> recorded_;
 };
 
 }  // namespace

@@ -16,7 +16,7 @@ double program_peak_bytes(const sim::Program& program) {
 }
 
 CandidateCheck check(const Scenario& s, HardwareCache& cache) {
-    const Layout layout = validate_plan(s);
+    const Layout layout = validate_plan(s, cache.catalog());  // the built-in catalog, parsed once
     const auto hardware = cache.get(s.cluster);
     const Bytes capacity = hardware->gpu().memory_capacity;
     // The same program run_scenario builds, so the memory verdict is the simulation's.

@@ -17,6 +17,8 @@ namespace cuboid::cli {
 
 class HardwareCache {
 public:
+    // `catalog`: the built-in one (hw::Catalog::load_builtin()), which the points' plan
+    // partitioner reads as well (RunOptions::builtin_catalog).
     explicit HardwareCache(const hw::Catalog& catalog) : catalog_(catalog) {}
 
     // Throws what Hardware::build throws (InputError for an impossible cluster), to every caller
@@ -24,6 +26,7 @@ public:
     std::shared_ptr<const hw::Hardware> get(const hw::ClusterSpec& spec);
 
     std::size_t size() const;
+    const hw::Catalog& catalog() const { return catalog_; }
 
 private:
     const hw::Catalog& catalog_;

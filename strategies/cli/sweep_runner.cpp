@@ -22,10 +22,12 @@ std::string invalid_reason(const InputError& e) {
     return key.empty() ? bare_message(e) : key + ": " + bare_message(e);
 }
 
-PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold) {
+PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold, int build_threads) {
     RunOptions options;
     options.hardware = cache.get(s.cluster);
+    options.builtin_catalog = &cache.catalog();  // parsed once for the sweep, not once a point
     options.fold = fold;
+    options.build_threads = build_threads;
     PointOutcome o;
     o.result = run_scenario(s, options);
     o.status = o.result->fits_in_memory ? PointStatus::Ok : PointStatus::OutOfMemory;
@@ -47,12 +49,12 @@ std::string status_text(const PointOutcome& o) {
 }
 
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                       const NameResolvers& names, HardwareCache& hardware, bool fold) {
+                       const NameResolvers& names, HardwareCache& hardware, bool fold, int build_threads) {
     PointOutcome failed;
     try {
         const Scenario s = point_scenario(base, axes, point, names);
         check_complete(s);
-        return simulate(s, hardware, fold);
+        return simulate(s, hardware, fold, build_threads);
     } catch (const InputError& e) {
         failed.status = PointStatus::Invalid;
         failed.reason = invalid_reason(e);
@@ -81,11 +83,18 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
     std::condition_variable finished;
     const auto stopped = [&] { return options.stop && options.stop->load() != 0; };
 
+    const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(options.threads, 1)), 1,
+                                                        std::max<std::size_t>(total, 1));
+    // The workers share the cores: a point's program build takes what they leave, so that
+    // points do not start threads that only contend with the other workers.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const int build_threads = static_cast<int>(std::max<std::size_t>(1, cores / workers));
     auto worker = [&] {
         for (std::size_t k = next++; k < total; k = next++) {
             const std::size_t i = indices[k];
             if (!stopped()) {
-                outcomes[i] = run_point(base, axes, points[i], names, hardware, options.fold);  // each index has one writer
+                outcomes[i] = run_point(base, axes, points[i], names, hardware, options.fold,
+                                        build_threads);  // each index has one writer
                 ++done;
             }
             if (++settled == total) {
@@ -94,8 +103,6 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
             }
         }
     };
-    const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(options.threads, 1)), 1,
-                                                        std::max<std::size_t>(total, 1));
     std::vector<std::jthread> threads;
     for (std::size_t t = 0; t < workers; ++t) threads.emplace_back(worker);
 

@@ -34,8 +34,10 @@ std::string status_text(const PointOutcome& o);
 
 // One point: its scenario, its cluster's hardware from the cache, the simulation (symmetry-folded
 // when `fold`: the same results, faster; RunOptions::fold). Never throws.
+// `build_threads`: threads that build the point's program (RunOptions::build_threads).
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                       const NameResolvers& names, HardwareCache& hardware, bool fold = true);
+                       const NameResolvers& names, HardwareCache& hardware, bool fold = true,
+                       int build_threads = 0);
 
 // Called on the calling thread, at most every `interval_s` and once at the end.
 using ProgressCallback = std::function<void(std::size_t done, std::size_t total)>;
@@ -53,7 +55,8 @@ struct SweepRunOptions {
 };
 
 // Runs the points on `threads` workers that take the next index from a shared counter. The
-// outcomes of points not run (not in `only`, or after a stop) are NotRun.
+// outcomes of points not run (not in `only`, or after a stop) are NotRun. Each point builds its
+// program on the cores the workers leave (one thread each when there are as many workers as cores).
 std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
                                      const std::vector<SweepPoint>& points, const NameResolvers& names,
                                      HardwareCache& hardware, const SweepRunOptions& options);

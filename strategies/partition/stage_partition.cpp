@@ -32,10 +32,9 @@ struct GpuFigures {
     double capacity = std::numeric_limits<double>::infinity();
 };
 
-GpuFigures gpu_figures(const Scenario& sc) {
+GpuFigures gpu_figures(const Scenario& sc, const hw::Catalog& catalog) {
     GpuFigures g;
     try {
-        const hw::Catalog catalog = hw::Catalog::load_builtin();
         const hw::GpuSpec& gpu = catalog.gpu(sc.cluster.gpu);
         g.roofline = {gpu.peak(sc.training.precision).value, gpu.memory_bandwidth.value};
         g.capacity = gpu.memory_capacity.value;
@@ -136,7 +135,11 @@ void check_override(const Scenario& sc, const Layout& l) {
 }  // namespace
 
 PartitionProblem partition_problem(const Scenario& sc, const Layout& l) {
-    const GpuFigures gpu = gpu_figures(sc);
+    return partition_problem(sc, l, hw::Catalog::load_builtin());
+}
+
+PartitionProblem partition_problem(const Scenario& sc, const Layout& l, const hw::Catalog& builtin) {
+    const GpuFigures gpu = gpu_figures(sc, builtin);
     sim::Program scratch;
     const Labels labels = intern_labels(scratch);
     LayerContext base = LayerContext::make(
@@ -169,14 +172,16 @@ PartitionProblem partition_problem(const Scenario& sc, const Layout& l) {
     return pr;
 }
 
-std::vector<int> stage_partition(const Scenario& sc, const Layout& l) {
+std::vector<int> stage_partition(const Scenario& sc, const Layout& l) { return stage_partition(sc, l, nullptr); }
+
+std::vector<int> stage_partition(const Scenario& sc, const Layout& l, const hw::Catalog* builtin) {
     const int chunks = l.pipeline * l.virtual_stages;
     if (!sc.parallel.stage_layers.empty()) {
         check_override(sc, l);
         return sc.parallel.stage_layers;
     }
     if (sc.parallel.partition == PartitionMethod::Uniform || chunks == 1) return balanced_split(sc.model.layers, chunks);
-    return partition_layers(partition_problem(sc, l));
+    return partition_layers(builtin ? partition_problem(sc, l, *builtin) : partition_problem(sc, l));
 }
 
 }  // namespace cuboid

@@ -17,9 +17,14 @@ namespace cuboid {
 // alone when the GPU is not in it), memory from the state bytes per parameter and the stored
 // activations, in-flight micro-batches per position from the schedule.
 PartitionProblem partition_problem(const Scenario& scenario, const Layout& layout);
+// The same with the built-in catalog already loaded (hw::Catalog::load_builtin()).
+PartitionProblem partition_problem(const Scenario& scenario, const Layout& layout, const hw::Catalog& builtin);
 
 // Layout::chunk_layers for the scenario. Throws InputError at parallel.stage_layers for an
 // override that does not give every chunk a layer or does not sum to model.layers.
 std::vector<int> stage_partition(const Scenario& scenario, const Layout& layout);
+// The same with the built-in catalog already loaded (hw::Catalog::load_builtin()); without it the
+// catalog is parsed when the automatic partitioner needs it.
+std::vector<int> stage_partition(const Scenario& scenario, const Layout& layout, const hw::Catalog* builtin);
 
 }  // namespace cuboid

@@ -26,11 +26,13 @@ TopologyParams params(int nodes, NetworkTopology topo, int radix) {
     return p;
 }
 
-std::vector<VertexKind> kinds_along(const Topology& t, const std::vector<sim::LinkId>& route) {
+std::vector<VertexKind> kinds_along(const Topology& t, std::span<const sim::LinkId> route) {
     std::vector<VertexKind> out;
     for (const auto id : route) out.push_back(t.link_target_kind(id));
     return out;
 }
+
+std::vector<sim::LinkId> to_vector(std::span<const sim::LinkId> route) { return {route.begin(), route.end()}; }
 
 }  // namespace
 
@@ -65,12 +67,12 @@ TEST_CASE("topology: fat tree link count and spine routes between leaves", "[top
     const Topology t = Topology::build(params(4, NetworkTopology::FatTree, 16));
     CHECK(t.links().size() == 2 * 32 + 2 * 32 + 2 * 32 + 2 * 4 * 8);
     // Node 0's NICs fill leaf 0, node 1's leaf 1: GPU 0 -> GPU 8 crosses a spine.
-    const auto r = t.route(0, 8);
+    const std::vector<sim::LinkId> r = to_vector(t.route(0, 8));
     CHECK(kinds_along(t, r) == std::vector<VertexKind>{VertexKind::Nic, VertexKind::Leaf, VertexKind::Spine,
                                                        VertexKind::Leaf, VertexKind::Nic, VertexKind::Gpu});
     CHECK(t.switch_hops(r) == 3);
     // ECMP: deterministic per pair, spread over spines across pairs.
-    CHECK(t.route(0, 8) == r);
+    CHECK(to_vector(t.route(0, 8)) == r);
     std::set<sim::LinkId> spine_links;
     for (std::uint32_t a = 0; a < 8; ++a)
         for (std::uint32_t b = 8; b < 32; ++b) spine_links.insert(t.route(a, b)[2]);  // leaf -> spine
@@ -153,7 +155,7 @@ TEST_CASE("topology: remembered routes equal freshly searched ones, from several
     const auto n = static_cast<std::uint32_t>(fresh.gpus());
     std::vector<std::vector<sim::LinkId>> expected(n * n);
     for (std::uint32_t s = 0; s < n; ++s)
-        for (std::uint32_t d = 0; d < n; ++d) expected[s * n + d] = fresh.route(s, d);
+        for (std::uint32_t d = 0; d < n; ++d) expected[s * n + d] = to_vector(fresh.route(s, d));
     std::vector<int> mismatches(4, 0);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
@@ -161,7 +163,7 @@ TEST_CASE("topology: remembered routes equal freshly searched ones, from several
             for (int pass = 0; pass < 2; ++pass) {
                 for (std::uint32_t i = 0; i < n * n; ++i) {
                     const std::uint32_t k = (i * 7919U + static_cast<std::uint32_t>(t) * 131U) % (n * n);
-                    if (shared.route(k / n, k % n) != expected[k]) ++mismatches[static_cast<std::size_t>(t)];
+                    if (to_vector(shared.route(k / n, k % n)) != expected[k]) ++mismatches[static_cast<std::size_t>(t)];
                 }
             }
         });

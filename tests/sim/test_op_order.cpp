@@ -35,23 +35,46 @@ OpList random_list(std::mt19937& rng, std::uint32_t n, int streams) {
     return list;
 }
 
-// before[a][b]: op a must finish before op b starts in every execution, i.e. a reaches b through
-// dependencies and stream order (the transitive closure, by brute force).
+constexpr int kSparseStreams = 5;
+
+// Stream 0 takes about two ops in three; a communication op is an op of stream 1 with
+// probability 1/2, of stream 2 or 3 with probability 1/4 and of stream 4 with probability 1/50.
+// Each op depends on up to 2 of the 40 ops before it.
+OpList training_like_list(std::mt19937& rng, std::uint32_t n) {
+    OpList list;
+    OpListBuilder b(list);
+    std::uniform_int_distribution<int> percent(0, 99);
+    std::uniform_int_distribution<int> dep_count(0, 2);
+    const int comm_percent[kSparseStreams] = {0, 50, 25, 25, 2};
+    for (std::uint32_t i = 0; i < n; ++i) {
+        Op op;
+        const int p = percent(rng);
+        op.stream = static_cast<StreamId>(p < 66 ? 0 : 1 + (p - 66) % (kSparseStreams - 1));
+        op.kind = percent(rng) < comm_percent[op.stream] ? OpKind::AllReduce : OpKind::Gemm;
+        std::vector<std::uint32_t> deps;
+        for (int d = dep_count(rng); d > 0 && i > 0; --d) {
+            const std::uint32_t back = std::uniform_int_distribution<std::uint32_t>(1, i < 40 ? i : 40)(rng);
+            deps.push_back(i - back);
+        }
+        b.add(op, deps);
+    }
+    return list;
+}
+
+// before[a] as a bit set over b: op a finishes before op b starts in every execution (the
+// transitive closure of dependencies and stream order).
 std::vector<std::vector<bool>> happens_before(const OpList& list) {
     const std::size_t n = list.ops.size();
     std::vector<std::vector<bool>> before(n, std::vector<bool>(n, false));
+    std::vector<std::size_t> last(256, n);  // the previous op of each stream (a StreamId is a byte)
     for (std::size_t b = 0; b < n; ++b) {
         const Op& o = list.ops[b];
         std::vector<std::size_t> direct(list.deps.begin() + o.first_dep, list.deps.begin() + o.first_dep + o.dep_count);
-        for (std::size_t a = b; a-- > 0;) {
-            if (list.ops[a].stream == o.stream) {
-                direct.push_back(a);  // the previous op of the same stream
-                break;
-            }
-        }
+        if (last[o.stream] < n) direct.push_back(last[o.stream]);
+        last[o.stream] = b;
         for (const std::size_t a : direct) {
             before[a][b] = true;
-            for (std::size_t z = 0; z < n; ++z) {
+            for (std::size_t z = 0; z < a; ++z) {
                 if (before[z][a]) before[z][b] = true;
             }
         }
@@ -91,4 +114,48 @@ TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are orde
     // Both answers occur, so the comparison exercises each.
     CHECK(set_bits > 0);
     CHECK(clear_bits > 0);
+}
+
+// Long op lists shaped like a training step's: a busy compute stream, dependencies on recent ops,
+// and communication ops that are rare on some streams (a data-parallel reduction every few
+// hundred ops). The search for the first op of another stream that waits for a communication op
+// then crosses long stretches of that stream, which the short random lists above never do.
+TEST_CASE("ordered_streams on long lists with rare communication matches its definition", "[sim][op_order]") {
+    std::mt19937 rng(2024);
+    int set_bits = 0;
+    int clear_bits = 0;
+    int longest_gap = 0;  // compute ops between two communication ops of stream 4
+    for (int trial = 0; trial < 3; ++trial) {
+        const OpList list = training_like_list(rng, 1500);
+        const std::vector<std::uint8_t> ordered = ordered_streams(list);
+        const auto before = happens_before(list);
+        REQUIRE(ordered.size() == list.ops.size());
+        int gap = 0;
+        for (std::size_t o = 0; o < list.ops.size(); ++o) {
+            const Op& op = list.ops[o];
+            if (op.stream == 0) ++gap;
+            if (!is_communication(op.kind)) {
+                CHECK(ordered[o] == 0);
+                continue;
+            }
+            if (op.stream == 4) {
+                longest_gap = std::max(longest_gap, gap);
+                gap = 0;
+            }
+            for (int s = 0; s < kSparseStreams; ++s) {
+                if (s == op.stream) continue;
+                bool all = true;
+                for (std::size_t a = 0; a < list.ops.size(); ++a) {
+                    if (list.ops[a].stream == s && !before[a][o] && !before[o][a]) all = false;
+                }
+                CHECK(((ordered[o] >> s) & 1U) == (all ? 1U : 0U));
+                (all ? set_bits : clear_bits) += 1;
+            }
+        }
+    }
+    CHECK(set_bits > 0);
+    CHECK(clear_bits > 0);
+    // Stream 4 posts a communication op about every 1 / (0.34 / 4 * 0.02) = 590 ops, i.e. about
+    // 390 compute ops apart: far more than one doubling step, so the search gallops.
+    CHECK(longest_gap > 100);
 }
