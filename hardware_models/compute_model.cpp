@@ -103,7 +103,8 @@ static std::uint64_t hash_of(const sim::Op& op) {
     return x ^ (x >> 31);
 }
 
-DurationMemo::DurationMemo(const ComputeModel& model) : model_(model), slots_(64) {}
+DurationMemo::DurationMemo(const ComputeModel& model, std::size_t labels)
+    : model_(model), slots_(64), hints_(2 * labels, kNoHint) {}
 
 DurationMemo::Slot& DurationMemo::slot_for(const sim::Op& op, std::uint64_t hash) {
     const std::size_t mask = slots_.size() - 1;  // the size is a power of two
@@ -122,19 +123,34 @@ void DurationMemo::grow() {
         while (slots_[i].used) i = (i + 1) & mask;
         slots_[i] = s;
     }
+    std::fill(hints_.begin(), hints_.end(), kNoHint);  // the slots moved
+}
+
+std::size_t& DurationMemo::hint_for(const sim::Op& op) {
+    const std::size_t i = 2 * std::size_t{op.label} + (op.kind == sim::OpKind::HostDispatch ? 1 : 0);
+    if (i >= hints_.size()) [[unlikely]]
+        hints_.resize(i + 1, kNoHint);
+    return hints_[i];
 }
 
 Time DurationMemo::duration(const sim::Op& op) {
     // Communication is free here (the transfer planner prices it) and is a large share of the
     // ops: it skips the table.
     if (sim::is_communication(op.kind)) return model_.duration(op);
+    std::size_t& hint = hint_for(op);
+    if (hint != kNoHint && slots_[hint].key.matches(op)) return slots_[hint].time;
     const std::uint64_t hash = hash_of(op);
     Slot& slot = slot_for(op, hash);
-    if (slot.used) return slot.time;
-    const Time t = model_.duration(op);  // may throw: the slot stays empty
-    slot = {Key::of(op), hash, t, true};
-    if (2 * ++size_ > slots_.size()) grow();
-    return t;
+    if (!slot.used) {
+        const Time t = model_.duration(op);  // may throw: the slot stays empty
+        slot = {Key::of(op), hash, t, true};
+        if (2 * ++size_ > slots_.size()) {
+            grow();  // clears the hints: this op's is found again next time
+            return t;
+        }
+    }
+    hint = static_cast<std::size_t>(&slot - slots_.data());
+    return slot.time;
 }
 
 }  // namespace cuboid::hw

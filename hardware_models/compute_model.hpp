@@ -65,7 +65,8 @@ private:
 // the model must outlive it.
 class DurationMemo {
 public:
-    explicit DurationMemo(const ComputeModel& model);
+    // `labels`: the program's label count, if known (sizes the hints once).
+    explicit DurationMemo(const ComputeModel& model, std::size_t labels = 0);
 
     Time duration(const sim::Op& op);
     // Distinct compute ops priced so far.
@@ -98,12 +99,20 @@ private:
     // Doubles the table and re-places every entry.
     void grow();
 
+    // Where the last op of each (label, dispatch or not) was found. Ops of one label (say
+    // "F.qkv" in every layer and micro-batch) are nearly always equal, and a dispatch op carries
+    // its op's label, hence the two hints per label: a hit is one key comparison and no hash. A
+    // hint is only a guess, confirmed by the full key, so it changes no result.
+    std::size_t& hint_for(const sim::Op& op);
+
     const ComputeModel& model_;
     // Open addressing with linear probing, at most half full: a lookup is one hash and usually
     // one key comparison (std::unordered_map with std::hash<double> saved under a tenth of the
     // pricing time: its node chasing and byte hashing cost nearly what a duration does).
     std::vector<Slot> slots_;
     std::size_t size_ = 0;
+    static constexpr std::size_t kNoHint = ~std::size_t{0};
+    std::vector<std::size_t> hints_;  // slot index per 2 * label + (dispatch op), kNoHint if none
 };
 
 }  // namespace cuboid::hw

@@ -67,7 +67,7 @@ sim::ProgramCosts Hardware::price(const sim::Program& program) const {
     costs.durations.reserve(program.op_lists.size());
     // One memo per call: stages share layer shapes, and sweeps price programs on several threads
     // with this one Hardware, so the table must not outlive the call.
-    DurationMemo memo(state_->compute);
+    DurationMemo memo(state_->compute, program.labels.size());
     for (const auto& list : program.op_lists) {
         auto& d = costs.durations.emplace_back();
         d.reserve(list.ops.size());

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "hardware_models/topology.hpp"
 
@@ -46,6 +47,10 @@ struct Topology::RouteCache {
     std::vector<std::unique_ptr<Table>> tables;        // current last, the older ones still probed
     std::deque<std::vector<sim::LinkId>> routes;       // the stored routes, never moved
     std::size_t used = 0;                              // slots filled in the current table
+    // Network levels (hops through leaf/spine switches) from each leaf that a route has left from
+    // so far: one search serves every destination of every NIC under that leaf (network_route).
+    std::mutex levels_mutex;
+    std::unordered_map<Vertex, std::vector<std::int8_t>> leaf_levels;  // nodes never move
 
     RouteCache() {
         tables.push_back(std::make_unique<Table>(std::size_t{1} << 12));
@@ -108,6 +113,27 @@ bool Topology::may_cross(Vertex v, bool intra_node, int node) const {
     return tv.kind == VertexKind::Leaf || tv.kind == VertexKind::Spine;
 }
 
+// The walk back from `dst` (at level `dst_level`) to `src`: at each vertex the (seed mod n)-th of
+// the n in-edges from the level before, in edge order. `level` gives every other vertex's level
+// (-1 for one the search did not label).
+template <class Level>
+std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src, Vertex dst, int dst_level,
+                                             const Level& level, std::uint64_t seed) {
+    std::vector<sim::LinkId> reversed;
+    int at = dst_level;
+    for (Vertex v = dst; v != src; --at) {
+        const auto from_before = [&](const auto& e) { return level(boost::source(e, g)) == at - 1; };
+        const auto in = boost::make_iterator_range(boost::in_edges(v, g));
+        auto pick = seed % static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), from_before));
+        auto it = in.begin();
+        for (;; ++it)
+            if (from_before(*it) && pick-- == 0) break;
+        reversed.push_back(g[*it].link);
+        v = boost::source(*it, g);
+    }
+    return {reversed.rbegin(), reversed.rend()};
+}
+
 // BFS from src until dst's level is complete, through switches only (of src's node, or of the
 // network); then walks back from dst choosing among equal-cost predecessors by `seed`.
 // Across the network the seed is the destination's index: InfiniBand forwards by destination
@@ -132,19 +158,62 @@ std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_node, 
         }
     }
     if (level[dst] < 0) throw std::logic_error("topology: no route between two GPUs");
-    std::vector<sim::LinkId> reversed;
-    for (Vertex v = dst; v != src;) {
-        // The (seed mod n)-th of the n in-edges from the level before, in edge order.
-        const auto from_before = [&](const auto& e) { return level[boost::source(e, graph_)] == level[v] - 1; };
-        const auto in = boost::make_iterator_range(boost::in_edges(v, graph_));
-        auto pick = seed % static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), from_before));
-        auto it = in.begin();
-        for (;; ++it)
-            if (from_before(*it) && pick-- == 0) break;
-        reversed.push_back(graph_[*it].link);
-        v = boost::source(*it, graph_);
+    return walk_back(graph_, src, dst, level[dst], [&](Vertex v) { return level[v]; }, seed);
+}
+
+// Levels from one leaf through network switches only, the whole network (-1: unreachable).
+std::vector<std::int8_t> Topology::switch_levels(Vertex leaf) const {
+    std::vector<std::int8_t> level(boost::num_vertices(graph_), -1);
+    std::vector<Vertex> queue{leaf};
+    level[leaf] = 0;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+        const Vertex u = queue[head];
+        for (const auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
+            const Vertex v = boost::target(e, graph_);
+            if (level[v] >= 0 || !may_cross(v, false, -1)) continue;
+            level[v] = static_cast<std::int8_t>(level[u] + 1);
+            queue.push_back(v);
+        }
     }
-    return {reversed.rbegin(), reversed.rend()};
+    return level;
+}
+
+// The same route as bfs(src, dst, false, seed) between two NICs, from the levels of src's leaf.
+// bfs labels src 0 and then only switches (dst aside), whose levels are path lengths through
+// switches. When every switch src links to is one leaf, each such path starts src -> leaf, so a
+// switch's level from src is 1 + its level from the leaf: the leaf's levels, shared by every NIC
+// under it and every destination, give bfs's labels exactly. dst's level is then 1 + the least
+// level among its labelled predecessors, and the walk back (which only ever compares levels one
+// below the vertex it stands on, so never dst's own) is bfs's. A NIC on several switches falls
+// back to bfs.
+std::vector<sim::LinkId> Topology::network_route(Vertex src, Vertex dst, std::uint64_t seed) const {
+    Vertex leaf = src;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(src, graph_))) {
+        const Vertex v = boost::target(e, graph_);
+        if (!may_cross(v, false, -1)) continue;
+        if (leaf != src && leaf != v) return bfs(src, dst, false, seed);
+        leaf = v;
+    }
+    if (leaf == src) return bfs(src, dst, false, seed);  // throws: no route
+    const std::vector<std::int8_t>* from_leaf = nullptr;
+    {
+        const std::lock_guard lock(routes_->levels_mutex);
+        auto [it, added] = routes_->leaf_levels.try_emplace(leaf);
+        if (added) it->second = switch_levels(leaf);
+        from_leaf = &it->second;
+    }
+    const auto level = [&](Vertex v) -> int {
+        if (v == src) return 0;
+        if (!may_cross(v, false, -1) || (*from_leaf)[v] < 0) return -1;
+        return (*from_leaf)[v] + 1;
+    };
+    int dst_level = -1;
+    for (const auto e : boost::make_iterator_range(boost::in_edges(dst, graph_))) {
+        const int l = level(boost::source(e, graph_));
+        if (l >= 0 && (dst_level < 0 || l + 1 < dst_level)) dst_level = l + 1;
+    }
+    if (dst_level < 0) throw std::logic_error("topology: no route between two GPUs");
+    return walk_back(graph_, src, dst, dst_level, level, seed);
 }
 
 std::span<const sim::LinkId> Topology::route(std::uint32_t src, std::uint32_t dst) const {
@@ -159,7 +228,8 @@ std::vector<sim::LinkId> Topology::search_route(std::uint32_t src, std::uint32_t
     if (node_of(src) == node_of(dst)) return bfs(src, dst, true, mix((std::uint64_t(src) << 32) | dst));
     // Across nodes: GPU -> its NIC -> network switches -> the destination's NIC -> GPU.
     std::vector<sim::LinkId> path{gpu_to_nic_[src]};
-    const auto net = bfs(nic_of_gpu_[src], nic_of_gpu_[dst], false, graph_[nic_of_gpu_[dst]].index + params_.nics_per_node * node_of(dst));
+    const auto net = network_route(nic_of_gpu_[src], nic_of_gpu_[dst],
+                                   graph_[nic_of_gpu_[dst]].index + params_.nics_per_node * node_of(dst));
     path.insert(path.end(), net.begin(), net.end());
     path.push_back(nic_to_gpu_[dst]);
     return path;

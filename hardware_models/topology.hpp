@@ -97,6 +97,11 @@ private:
     Topology();
     std::vector<sim::LinkId> search_route(std::uint32_t src, std::uint32_t dst) const;
     std::vector<sim::LinkId> bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const;
+    std::vector<sim::LinkId> network_route(Vertex src, Vertex dst, std::uint64_t seed) const;
+    std::vector<std::int8_t> switch_levels(Vertex leaf) const;
+    template <class Level>
+    static std::vector<sim::LinkId> walk_back(const TopologyGraph& g, Vertex src, Vertex dst, int dst_level,
+                                              const Level& level, std::uint64_t seed);
     bool may_cross(Vertex v, bool intra_node, int node) const;
 
     TopologyParams params_;

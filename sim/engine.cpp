@@ -167,7 +167,7 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
     if (p >= slots.size()) return;
     const StreamSlot& slot = slots[p];
     const Requirement* req = R.index->requirements.data();
-    for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
+    for (std::uint32_t i = slot.req_begin; i < slot.req_end(); ++i) {
         if (R.done[req[i].stream] < req[i].count) {
             R.waiters[req[i].stream] = static_cast<std::uint8_t>(R.waiters[req[i].stream] | (1U << s));
             R.wait_count[s] = req[i].count;
@@ -180,7 +180,7 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
         return;
     }
     if (s == stream::kCompute) R.clock.compute_begins(now_);
-    schedule(now_ + Time(slot.chain_time), Payload{rank, p, EventKind::OpsDone, s});
+    schedule(now_ + Time(slot.chain_time()), Payload{rank, p, EventKind::OpsDone, s});
 }
 
 // After stream `finished` advanced: retry itself and the idle streams waiting for it, in stream
@@ -209,11 +209,11 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     const auto& slots = R.index->streams[s];
     const StreamSlot& h = slots[head];
     if (observe_) {
-        std::int64_t t = now_.value - h.chain_time;
+        std::int64_t t = now_.value - h.chain_time();
         for (std::uint32_t p = head; p <= h.chain_last; ++p) {
             const std::uint32_t op = slots[p].op;
             for (SimObserver* o : observers_) o->compute_started(rank, op, Time(t));
-            t += slots[p].duration;
+            t += slots[p].duration();
             for (SimObserver* o : observers_) o->compute_finished(rank, op, Time(t));
         }
     }
@@ -221,16 +221,16 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     // would force it to memory on every op). The sum commutes, so reporting after is the same.
     // Every digest of the chain has the rank's key as a factor (fingerprint.hpp): multiply once.
     result_.fingerprint += chain_digest(slots, head, now_.value) * R.key;
-    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time), Time(h.chain_recompute));
+    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time()), Time(chain_recompute(slots, head)));
     stream_advanced(rank, s, h.chain_last - head + 1);
 }
 
 std::uint64_t Engine::chain_digest(const std::vector<StreamSlot>& slots, std::uint32_t head, std::int64_t end) {
     const StreamSlot& h = slots[head];
-    std::int64_t t = end - h.chain_time;
+    std::int64_t t = end - h.chain_time();
     std::uint64_t digest = 0;
     for (std::uint32_t p = head; p <= h.chain_last; ++p) {
-        t += slots[p].duration;
+        t += slots[p].duration();
         digest += completion_mix(t, slots[p].op);
     }
     return digest;

@@ -13,13 +13,14 @@ void Engine::post(std::uint32_t rank, StreamId s, const StreamSlot& slot) {
     if (observe_) {
         for (SimObserver* obs : observers_) obs->comm_posted(rank, slot.op, now_);
     }
-    if (slot.group_slot >= R.slot_count || slot_refs_[R.slot_base + slot.group_slot].member == kNotMember) {
+    const std::uint16_t group_slot = slot.group_slot();
+    if (group_slot >= R.slot_count || slot_refs_[R.slot_base + group_slot].member == kNotMember) {
         throw std::logic_error("rank " + std::to_string(rank) + " op '" +
                                program_.labels.at(R.list->ops[slot.op].label) + "' uses group slot " +
-                               std::to_string(slot.group_slot) + " that names no group the rank belongs to");
+                               std::to_string(group_slot) + " that names no group the rank belongs to");
     }
-    const SlotRef ref = slot_refs_[R.slot_base + slot.group_slot];
-    if (rendezvous_.post(ref.group, ref.member, PostedOp{slot.op, slot.kind, s, slot.category, slot.bytes})) {
+    const SlotRef ref = slot_refs_[R.slot_base + group_slot];
+    if (rendezvous_.post(ref.group, ref.member, PostedOp{slot.op, slot.kind(), s, slot.category, slot.bytes()})) {
         start_instance(ref.group);
     }
 }

@@ -67,11 +67,11 @@ Time Engine::start_lockstep(std::uint32_t id) {
         const StreamSlot& head = chains[T.run_compute_count];
         if (end.running && k + 1 == end.chains) {
             T.run_running_end = Time(c.end);
-            T.run_running_start = Time(c.end - head.chain_time);
+            T.run_running_start = Time(c.end - head.chain_time());
             break;
         }
-        T.run_busy += Time(head.chain_time);
-        T.run_recompute += Time(head.chain_recompute);
+        T.run_busy += Time(head.chain_time());
+        T.run_recompute += Time(chain_recompute(chains, T.run_compute_count));
         T.run_digest += chain_digest(chains, T.run_compute_count, c.end);
         T.run_compute_count = c.end_count;
         if ((awaited[stream::kCompute][c.end_count - 1] & outside_c) != 0) {
@@ -111,11 +111,25 @@ Time Engine::start_lockstep(std::uint32_t id) {
 // as far as the other allows.
 void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first, std::uint32_t group,
                       std::uint32_t source) {
-    const auto& chains = index.streams[stream::kCompute];
-    const auto& comm = index.streams[x];
+    // Raw views, read into locals once: the pushes below store pointers, which the compiler must
+    // otherwise assume may change the index's vectors, and reload them for every chain.
+    const std::span<const StreamSlot> chains(index.streams[stream::kCompute]);
+    const std::span<const StreamSlot> comm(index.streams[x]);
+    const Requirement* const reqs = index.requirements.data();
+    // The count of stream `s` that `slot` waits for, and whether it waits for any other stream.
+    const auto needs_of = [reqs](const StreamSlot& slot, StreamId s, bool& others) {
+        std::uint32_t count = 0;
+        others = false;
+        for (std::uint32_t i = slot.req_begin; i < slot.req_end(); ++i) {
+            if (reqs[i].stream == s) count = reqs[i].count;
+            else others = true;
+        }
+        return count;
+    };
     run_chains_.clear();
     run_collectives_.assign(1, {(now_ + last_plans_[group].shortcut->duration).value, 0});
     const std::uint32_t compute_base = index.compute_requirement(comm[first]);
+    const std::uint16_t group_slot = comm[first].group_slot();
     std::uint32_t head = compute_base;
     std::int64_t compute_free = now_.value;  // the compute stream waits for the first collective
     bool compute_stops = false;
@@ -124,57 +138,68 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
     // collectives need rarely go down along the stream, so a cursor that only moves forward finds
     // it without a search (a binary search branches unpredictably, once per collective).
     std::size_t cursor = 0;
+    // What the next chain and the next collective need, kept while they wait for the other
+    // stream to be planned further (kUnknown: not looked at yet).
+    constexpr std::uint32_t kUnknown = 0xffffffffU;
+    std::uint32_t chain_needs = kUnknown;
+    std::uint32_t comm_needs = kUnknown;
     for (bool moved = true; moved;) {
         moved = false;
         while (!compute_stops && head < chains.size()) {
             const StreamSlot& h = chains[head];
-            bool others = false;
-            const std::uint32_t needs = index.requirement_on(h, x, others);
-            if (h.is_comm || others) {
-                compute_stops = true;
-                break;
+            if (chain_needs == kUnknown) {
+                bool others = false;
+                chain_needs = needs_of(h, x, others);
+                if (h.is_comm || others) {
+                    compute_stops = true;
+                    break;
+                }
             }
             std::int64_t t = compute_free;
-            if (needs > first) {
-                if (needs - first > run_collectives_.size()) break;  // the collective is not planned yet
-                t = std::max(t, run_collectives_[needs - first - 1].end);
+            if (chain_needs > first) {
+                if (chain_needs - first > run_collectives_.size()) break;  // the collective is not planned yet
+                t = std::max(t, run_collectives_[chain_needs - first - 1].end);
             }
             // The chain's digest is taken only if it belongs to the run (start_lockstep): chains
             // planned past the run's end are planned again by a later run.
-            t += h.chain_time;
-            run_chains_.push_back({h.chain_last + 1, needs, t});
+            t += h.chain_time();
+            run_chains_.push_back({h.chain_last + 1, chain_needs, t});
             compute_free = t;
             head = h.chain_last + 1;
+            chain_needs = kUnknown;
             moved = true;
         }
         while (!comm_stops) {
             const std::uint32_t j = first + static_cast<std::uint32_t>(run_collectives_.size());
-            if (j >= comm.size() || !OpListIndex::lockstep_collective(comm[j]) ||
-                comm[j].group_slot != comm[first].group_slot) {
-                comm_stops = true;
-                break;
-            }
-            bool others = false;
-            const std::uint32_t needs = index.requirement_on(comm[j], stream::kCompute, others);
-            if (others) {
-                comm_stops = true;
-                break;
+            if (comm_needs == kUnknown) {
+                if (j >= comm.size() || !OpListIndex::lockstep_collective(comm[j]) || comm[j].group_slot() != group_slot) {
+                    comm_stops = true;
+                    break;
+                }
+                bool others = false;
+                comm_needs = needs_of(comm[j], stream::kCompute, others);
+                if (others) {
+                    comm_stops = true;
+                    break;
+                }
             }
             std::int64_t post = run_collectives_.back().end;
-            if (needs > compute_base) {
-                if (cursor > 0 && run_chains_[cursor - 1].end_count >= needs) cursor = 0;  // went down
-                while (cursor < run_chains_.size() && run_chains_[cursor].end_count < needs) ++cursor;
+            if (comm_needs > compute_base) {
+                if (cursor > 0 && run_chains_[cursor - 1].end_count >= comm_needs) cursor = 0;  // went down
+                while (cursor < run_chains_.size() && run_chains_[cursor].end_count < comm_needs) ++cursor;
                 if (cursor == run_chains_.size()) break;  // the chain is not planned yet
                 post = std::max(post, run_chains_[cursor].end);
             }
             // The request the rendezvous would describe: the members' (identical) kind and
             // bytes, the group's first rank as source (a collective, never a pair).
-            const LastPlan& plan = plan_for(group, comm[j].kind, comm[j].bytes, source);
-            if (!plan.shortcut || !exclusive_.holds(*plan.shortcut, comm[j].op)) {
+            const StreamSlot& c = comm[j];
+            const LastPlan& plan = plan_for(group, c.kind(), c.bytes(), source);
+            if (!plan.shortcut || !exclusive_.holds(*plan.shortcut, c.op)) {
                 comm_stops = true;
                 break;
             }
             run_collectives_.push_back({post + plan.shortcut->duration.value, plan.shortcut->flows});
+            comm_needs = kUnknown;
             moved = true;
         }
     }

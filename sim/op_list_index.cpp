@@ -1,6 +1,7 @@
 // Precomputation of op_list_index.hpp.
 #include "sim/op_list_index.hpp"
 
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -9,10 +10,13 @@ namespace {
 
 using Counts = std::array<std::uint32_t, kMaxStreams>;
 
-// Cross-stream requirements of `op`: the highest dependency position + 1 per other stream.
+// Cross-stream requirements of `op`: the highest dependency position + 1 per other stream, and a
+// bit per stream with one (most ops have none, and the caller then looks at no stream).
 // Dependencies on the op's own stream are met by stream order already.
-Counts requirements_of(const OpList& list, const std::vector<std::uint32_t>& position, std::uint32_t op) {
+Counts requirements_of(const OpList& list, const std::vector<std::uint32_t>& position, std::uint32_t op,
+                       unsigned& streams) {
     Counts need{};
+    streams = 0;
     const Op& o = list.ops[op];
     for (std::uint32_t i = o.first_dep; i < o.first_dep + o.dep_count; ++i) {
         const std::uint32_t d = list.deps[i];
@@ -20,7 +24,9 @@ Counts requirements_of(const OpList& list, const std::vector<std::uint32_t>& pos
             throw std::logic_error("op list: op " + std::to_string(op) + " depends on later op " + std::to_string(d));
         }
         const StreamId s = list.ops[d].stream;
-        if (s != o.stream) need[s] = std::max(need[s], position[d] + 1);
+        if (s == o.stream) continue;
+        need[s] = std::max(need[s], position[d] + 1);
+        streams |= 1U << s;
     }
     return need;
 }
@@ -45,42 +51,47 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         if (o.stream >= kMaxStreams) throw std::logic_error("op list: stream id " + std::to_string(o.stream) + " out of range");
         ++sizes[o.stream];
     }
-    for (int s = 0; s < kMaxStreams; ++s) streams[s].reserve(sizes[s]);
+    for (int s = 0; s < kMaxStreams; ++s) {
+        streams[s].reserve(sizes[s]);
+        awaited_by[s].assign(sizes[s], 0);
+    }
     requirements.reserve(list.deps.size());
+    // One pass: the slots, the requirements (dependencies are earlier ops, whose positions are
+    // known by then), and which stream positions some other stream waits for (a bit per waiting
+    // stream): a chain must end there, because the waiter has to be woken when that very op
+    // finishes.
     for (std::uint32_t op = 0; op < n; ++op) {
-        const StreamId s = list.ops[op].stream;
+        const Op& o = list.ops[op];
+        const StreamId s = o.stream;
         stream_count = std::max(stream_count, s + 1);
         position[op] = static_cast<std::uint32_t>(streams[s].size());
         // Filled in place (a local copied in is read back with wide loads right after its narrow
         // stores: a store-forwarding stall per op).
         StreamSlot& slot = streams[s].emplace_back();
         slot.op = op;
-        slot.is_comm = is_communication(list.ops[op].kind);
-        slot.category = list.ops[op].category;
-        slot.kind = list.ops[op].kind;
-        slot.group_slot = list.ops[op].group_slot;
-        slot.bytes = list.ops[op].bytes;
-        if (!slot.is_comm) slot.duration = durations[op].value;
-    }
-
-    // Requirements, and which stream positions some other stream waits for (a bit per waiting
-    // stream): a chain must end there, because the waiter has to be woken when that very op
-    // finishes.
-    for (int s = 0; s < kMaxStreams; ++s) awaited_by[s].assign(streams[s].size(), 0);
-    for (std::uint32_t op = 0; op < n; ++op) {
-        const Counts need = requirements_of(list, position, op);
-        StreamSlot& slot = streams[list.ops[op].stream][position[op]];
-        slot.req_begin = static_cast<std::uint32_t>(requirements.size());
-        for (int s = 0; s < kMaxStreams; ++s) {
-            if (need[s] == 0) continue;
-            requirements.push_back({need[s], static_cast<StreamId>(s)});
-            awaited_by[s][need[s] - 1] |= static_cast<std::uint8_t>(1U << list.ops[op].stream);
+        slot.is_comm = is_communication(o.kind);
+        slot.category = o.category;
+        if (slot.is_comm) {
+            slot.tag = static_cast<std::uint8_t>(o.kind);
+            slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
+            slot.word1 = o.group_slot;
+        } else {
+            slot.word0 = durations[op].value;
         }
-        slot.req_end = static_cast<std::uint32_t>(requirements.size());
+        unsigned waits = 0;
+        const Counts need = requirements_of(list, position, op, waits);
+        slot.req_begin = static_cast<std::uint32_t>(requirements.size());
+        while (waits != 0) {  // in stream order, which try_start's waits follow
+            const int x = std::countr_zero(waits);
+            waits &= waits - 1;
+            requirements.push_back({need[x], static_cast<StreamId>(x)});
+            awaited_by[x][need[x] - 1] |= static_cast<std::uint8_t>(1U << s);
+        }
+        slot.req_count = static_cast<std::uint8_t>(requirements.size() - slot.req_begin);
     }
 
     const auto reqs_of = [this](const StreamSlot& slot) {
-        return std::span<const Requirement>(requirements).subspan(slot.req_begin, slot.req_end - slot.req_begin);
+        return std::span<const Requirement>(requirements).subspan(slot.req_begin, slot.req_count);
     };
     // Chains, greedily from each stream's start. Op q+1 joins the chain of head h when it is a
     // compute op, nothing on another stream waits for op q, and q+1 needs no more of the other
@@ -99,10 +110,20 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
             }
             StreamSlot& h = slots[head];
             h.chain_last = last;
-            for (std::uint32_t p = head; p <= last && !h.is_comm; ++p) {
-                const std::int64_t d = durations[slots[p].op].value;
-                h.chain_time += d;
-                if (slots[p].category == OpCategory::Recompute) h.chain_recompute += d;
+            if (!h.is_comm) {
+                std::uint32_t recomputed = 0;
+                std::int64_t recompute = 0;
+                for (std::uint32_t p = head; p <= last; ++p) {
+                    h.word1 += slots[p].duration();
+                    if (slots[p].category != OpCategory::Recompute) continue;
+                    ++recomputed;
+                    recompute += slots[p].duration();
+                }
+                const ChainRecompute r = recomputed == 0                ? ChainRecompute::None
+                                         : recomputed == last - head + 1 ? ChainRecompute::All
+                                                                         : ChainRecompute::Mixed;
+                h.tag = static_cast<std::uint8_t>(r);
+                if (r == ChainRecompute::Mixed) slots[head + 1].word1 = recompute;
             }
             head = last + 1;
         }

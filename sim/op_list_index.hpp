@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -26,23 +27,50 @@ struct Requirement {
     StreamId stream = 0;
 };
 
-// One op as the executor sees it, at its position in its stream.
+// How much of a compute chain is recomputation: none, all (the chain's time), or some, kept in
+// the otherwise unused word1 of the chain's second op (a mixed chain has two ops at least), next
+// to the head in memory: the slot stays at 32 bytes.
+enum class ChainRecompute : std::uint8_t { None, All, Mixed };
+
+// One op as the executor sees it, at its position in its stream. 32 bytes, two slots a cache
+// line: a point walks about a million of them, and loading them is most of a chain walk's time.
+// A compute op and a communication op use the last 16 bytes differently (see the accessors):
+// the first its duration and its chain's, the second the fields that posting needs, copied here
+// so that a post reads only the slot it has at hand.
 struct StreamSlot {
-    std::uint32_t op = 0;         // index in the OpList
-    std::uint32_t req_begin = 0;  // requirements: OpListIndex::requirements[req_begin, req_end)
-    std::uint32_t req_end = 0;
-    std::uint32_t chain_last = 0; // compute chain head: position of the chain's last op
-    std::int64_t chain_time = 0;       // chain head: summed durations of the chain (ps)
-    std::int64_t chain_recompute = 0;  // chain head: the part of chain_time that is recomputation
-    std::int64_t duration = 0;         // compute: the op's own duration (ps), next to its chain
+    std::uint32_t op = 0;          // index in the OpList
+    std::uint32_t req_begin = 0;   // requirements: OpListIndex::requirements[req_begin, req_begin + req_count)
+    std::uint32_t chain_last = 0;  // compute chain head: position of the chain's last op
+    std::uint8_t req_count = 0;    // at most one per other stream
     bool is_comm = false;
     OpCategory category = OpCategory::Compute;
-    // Communication: the op's fields that posting needs, copied here so that a post reads only
-    // the slot it has at hand.
-    OpKind kind = OpKind::Elementwise;
-    std::uint16_t group_slot = 0;
-    Bytes bytes{0.0};
+    std::uint8_t tag = 0;  // communication: its OpKind; compute chain head: its ChainRecompute
+    std::int64_t word0 = 0;  // compute: duration (ps); communication: the bits of bytes
+    std::int64_t word1 = 0;  // compute: chain head's summed durations (ps), or see ChainRecompute;
+                             // communication: group slot
+
+    std::uint32_t req_end() const { return req_begin + req_count; }
+    // Compute: the op's own duration (ps).
+    std::int64_t duration() const { return word0; }
+    // Compute chain head: summed durations of the chain (ps).
+    std::int64_t chain_time() const { return word1; }
+    ChainRecompute recompute() const { return static_cast<ChainRecompute>(tag); }
+    OpKind kind() const { return static_cast<OpKind>(tag); }
+    Bytes bytes() const { return Bytes(std::bit_cast<double>(word0)); }
+    std::uint16_t group_slot() const { return static_cast<std::uint16_t>(word1); }
 };
+static_assert(sizeof(StreamSlot) == 32);
+
+// The part of the chain at `head` of `slots` (a compute stream) that is recomputation (ps).
+inline std::int64_t chain_recompute(const std::vector<StreamSlot>& slots, std::uint32_t head) {
+    const StreamSlot& h = slots[head];
+    switch (h.recompute()) {
+        case ChainRecompute::None: return 0;
+        case ChainRecompute::All: return h.chain_time();
+        case ChainRecompute::Mixed: break;
+    }
+    return slots[head + 1].word1;
+}
 
 struct OpListIndex {
     // `durations` are the op list's compute durations; with `merge_chains` false every compute op
@@ -70,7 +98,7 @@ struct OpListIndex {
     std::uint32_t requirement_on(const StreamSlot& slot, StreamId s, bool& others) const {
         std::uint32_t count = 0;
         others = false;
-        for (std::uint32_t i = slot.req_begin; i < slot.req_end; ++i) {
+        for (std::uint32_t i = slot.req_begin; i < slot.req_end(); ++i) {
             if (requirements[i].stream == s) count = requirements[i].count;
             else others = true;
         }
@@ -78,8 +106,8 @@ struct OpListIndex {
     }
     // A collective a lockstep run can hold: tensor-parallel, between all members of its group.
     static bool lockstep_collective(const StreamSlot& slot) {
-        return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind != OpKind::Send &&
-               slot.kind != OpKind::Recv;
+        return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind() != OpKind::Send &&
+               slot.kind() != OpKind::Recv;
     }
 
 private:

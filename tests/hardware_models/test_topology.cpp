@@ -171,3 +171,74 @@ TEST_CASE("topology: remembered routes equal freshly searched ones, from several
     for (auto& th : threads) th.join();
     CHECK(mismatches == std::vector<int>(4, 0));
 }
+
+namespace {
+
+// The documented route between the NICs of two nodes, searched per pair as routing was first
+// written: BFS from `src` through leaf/spine switches until `dst` is labelled, then the walk back
+// from `dst` takes the (seed mod n)-th of the n in-edges from the level before, in edge order.
+std::vector<sim::LinkId> reference_network_route(const TopologyGraph& g, std::size_t src, std::size_t dst,
+                                                 std::uint64_t seed) {
+    std::vector<int> level(boost::num_vertices(g), -1);
+    std::vector<std::size_t> queue{src};
+    level[src] = 0;
+    for (std::size_t head = 0; head < queue.size() && level[dst] < 0; ++head)
+        for (const auto e : boost::make_iterator_range(boost::out_edges(queue[head], g))) {
+            const std::size_t v = boost::target(e, g);
+            const bool network_switch = g[v].kind == VertexKind::Leaf || g[v].kind == VertexKind::Spine;
+            if (level[v] >= 0 || (v != dst && !network_switch)) continue;
+            level[v] = level[queue[head]] + 1;
+            queue.push_back(v);
+        }
+    std::vector<sim::LinkId> reversed;
+    for (std::size_t v = dst; v != src;) {
+        std::vector<TopologyGraph::edge_descriptor> before;
+        for (const auto e : boost::make_iterator_range(boost::in_edges(v, g)))
+            if (level[boost::source(e, g)] == level[v] - 1) before.push_back(e);
+        const auto e = before.at(seed % before.size());
+        reversed.push_back(g[e].link);
+        v = boost::source(e, g);
+    }
+    return {reversed.rbegin(), reversed.rend()};
+}
+
+std::size_t nic_of(const TopologyGraph& g, std::uint32_t gpu) {  // GPU vertices are numbered as the GPUs
+    for (const auto e : boost::make_iterator_range(boost::out_edges(gpu, g)))
+        if (g[boost::target(e, g)].kind == VertexKind::Nic) return boost::target(e, g);
+    return gpu;
+}
+
+}  // namespace
+
+TEST_CASE("topology: routes between nodes equal a per-pair search with the destination's seed", "[topology]") {
+    // Routes across nodes reuse one search per source leaf for every destination; they must be
+    // the very links a search per (source, destination) pair picks, seed = the destination NIC's
+    // global index (D-mod-K), on every network kind, oversubscribed, and with NICs shared by GPUs.
+    TopologyParams oversubscribed = params(8, NetworkTopology::FatTree, 8);
+    oversubscribed.oversubscription = 3.0;
+    TopologyParams shared_nics = params(6, NetworkTopology::RailOptimized, 8);
+    shared_nics.nics_per_node = 4;
+    const std::vector<TopologyParams> cases{params(8, NetworkTopology::FatTree, 8), oversubscribed,
+                                            params(8, NetworkTopology::RailOptimized, 8),
+                                            params(3, NetworkTopology::SingleSwitch, 64), shared_nics};
+    for (const TopologyParams& p : cases) {
+        const Topology t = Topology::build(p);
+        const TopologyGraph& g = t.graph();
+        const auto n = static_cast<std::uint32_t>(t.gpus());
+        int compared = 0, mismatches = 0;
+        for (std::uint32_t s = 0; s < n; ++s)
+            for (std::uint32_t d = 0; d < n; ++d) {
+                if (t.node_of(s) == t.node_of(d)) continue;
+                const std::size_t dst_nic = nic_of(g, d);
+                const auto seed = static_cast<std::uint64_t>(g[dst_nic].index + p.nics_per_node * t.node_of(d));
+                const auto net = reference_network_route(g, nic_of(g, s), dst_nic, seed);
+                const auto route = to_vector(t.route(s, d));
+                // GPU -> NIC, the network part, NIC -> GPU.
+                const std::vector<sim::LinkId> middle(route.begin() + 1, route.end() - 1);
+                ++compared;
+                if (middle != net) ++mismatches;
+            }
+        CHECK(compared == static_cast<int>(n) * static_cast<int>(n - n / static_cast<std::uint32_t>(p.nodes)));
+        CHECK(mismatches == 0);
+    }
+}
