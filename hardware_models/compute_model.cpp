@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -88,6 +89,14 @@ bool DurationMemo::Key::matches(const sim::Op& op) const {
            shape.batch == op.shape.batch;
 }
 
+bool DurationMemo::Key::same_bits(const sim::Op& op) const {
+    static_assert(sizeof(sim::GemmShape) == 4 * sizeof(std::int64_t));
+    return kind == op.kind && category == op.category && precision == op.precision &&
+           std::memcmp(&flops, &op.flops.value, sizeof(double)) == 0 &&
+           std::memcmp(&bytes, &op.bytes.value, sizeof(double)) == 0 &&
+           std::memcmp(&shape, &op.shape, sizeof(sim::GemmShape)) == 0;
+}
+
 // Bits of a double for hashing; -0 and +0 compare equal, so they must hash alike.
 static std::uint64_t hash_bits(double x) { return x == 0.0 ? 0u : std::bit_cast<std::uint64_t>(x); }
 
@@ -151,6 +160,20 @@ Time DurationMemo::duration(const sim::Op& op) {
     }
     hint = static_cast<std::size_t>(&slot - slots_.data());
     return slot.time;
+}
+
+void DurationMemo::append_durations(std::span<const sim::Op> ops, std::vector<Time>& out) {
+    out.reserve(out.size() + ops.size());  // push_back, not resize: Time's resize sets each one apart
+    for (const sim::Op& op : ops) {
+        if (!sim::is_communication(op.kind)) {
+            const std::size_t i = 2 * std::size_t{op.label} + (op.kind == sim::OpKind::HostDispatch ? 1 : 0);
+            if (i < hints_.size() && hints_[i] != kNoHint && slots_[hints_[i]].key.same_bits(op)) {
+                out.push_back(slots_[hints_[i]].time);
+                continue;
+            }
+        }
+        out.push_back(duration(op));
+    }
 }
 
 }  // namespace cuboid::hw

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "hardware_models/gpu_spec.hpp"
@@ -69,6 +70,9 @@ public:
     explicit DurationMemo(const ComputeModel& model, std::size_t labels = 0);
 
     Time duration(const sim::Op& op);
+    // duration() of each of `ops`, appended to `out`: one call per op list, so that the common
+    // case (the op equals the last one of its label) is a few compares in a loop, not a call.
+    void append_durations(std::span<const sim::Op> ops, std::vector<Time>& out);
     // Distinct compute ops priced so far.
     std::size_t size() const { return size_; }
 
@@ -84,6 +88,9 @@ public:
 
         static Key of(const sim::Op& op);
         bool matches(const sim::Op& op) const;
+        // The same fields bit for bit: implies matches() (a NaN, which matches nothing, is
+        // priced alike either way), in a few wide compares.
+        bool same_bits(const sim::Op& op) const;
     };
 
 private:

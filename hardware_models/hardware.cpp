@@ -69,9 +69,7 @@ sim::ProgramCosts Hardware::price(const sim::Program& program) const {
     // with this one Hardware, so the table must not outlive the call.
     DurationMemo memo(state_->compute, program.labels.size());
     for (const auto& list : program.op_lists) {
-        auto& d = costs.durations.emplace_back();
-        d.reserve(list.ops.size());
-        for (const auto& op : list.ops) d.push_back(memo.duration(op));
+        memo.append_durations(list.ops, costs.durations.emplace_back());
     }
     return costs;
 }

@@ -33,6 +33,9 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
     if (options.exclusive_transfers) exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner);
     lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     last_plans_.resize(groups_.size());
+    before_plans_.resize(groups_.size());
+    run_memos_.resize(indexes_.size());
+    chain_memos_.resize(indexes_.size() * kMaxStreams);
 }
 
 void Engine::build_ranks() {
@@ -220,7 +223,9 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     // Without observers the digest sum stays in a register across the chain (a virtual call
     // would force it to memory on every op). The sum commutes, so reporting after is the same.
     // Every digest of the chain has the rank's key as a factor (fingerprint.hpp): multiply once.
-    result_.fingerprint += chain_digest(slots, head, now_.value) * R.key;
+    ChainMemo& memo = chain_memos_[static_cast<std::size_t>(R.index - indexes_.data()) * kMaxStreams + s];
+    if (memo.head != head || memo.end != now_.value) memo = {head, now_.value, chain_digest(slots, head, now_.value)};
+    result_.fingerprint += memo.digest * R.key;
     if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time()), Time(chain_recompute(slots, head)));
     stream_advanced(rank, s, h.chain_last - head + 1);
 }

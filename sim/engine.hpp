@@ -89,8 +89,9 @@ private:
         std::uint32_t member = 0;  // index of the rank in the group's ranks
     };
     // The last request of a group and what it became: a group repeats one request (a tensor
-    // all-reduce of one activation size) thousands of times, and planners cache plans, so the
-    // same request gives the same plan without asking again.
+    // all-reduce of one activation size) thousands of times, or alternates two (a pipeline
+    // pair's activations and gradients), and planners cache plans, so the same request gives the
+    // same plan without asking again. Each group keeps its last two.
     struct LastPlan {
         const TransferPlan* plan = nullptr;
         OpKind kind = OpKind::AllReduce;
@@ -115,28 +116,54 @@ private:
         std::int64_t end = 0;
         std::uint32_t flows = 0;
     };
+    // A lockstep run (sim/engine_lockstep.cpp): its collectives (1: none), the stream counts
+    // every member has when its last collective ends, that collective, what the run's compute
+    // chains add to the breakdown and the fingerprint, and the moments at which streams outside
+    // the run wait for one of its ops.
+    struct RunOutcome {
+        std::uint32_t collectives = 1;
+        std::uint32_t compute_count = 0;
+        std::uint32_t comm_count = 0;
+        std::uint32_t last_op = 0;
+        Time busy{0};
+        Time recompute{0};
+        std::uint64_t digest = 0;
+        std::vector<RunCheckpoint> checkpoints;
+        // A chain of the run still running at its end (it overlaps the last collective): its
+        // start and end (running_end < 0: none); the engine ends it as any chain.
+        Time running_start{-1};
+        Time running_end{-1};
+    };
+    // What plan_run learnt from one plan_for call: the collective at `position` of the
+    // communication stream has a shortcut that holds (ok), of that duration and flow count.
+    // `repeat`: the previous call asked the same request and had the same outcome.
+    struct RunPlanCall {
+        std::uint32_t position = 0;
+        bool ok = false;
+        Time duration{0};
+        std::uint32_t flows = 0;
+        bool repeat = false;
+    };
+    // The last run planned from an op list (sim/engine_run_memo.cpp): what it was planned from
+    // (position, time, first duration and plan_run's plan_for calls) and what it came to (the
+    // outcome, the flows the run adds to SimResult::flows, its end).
+    struct RunMemo {
+        std::uint32_t first = kNotMember;
+        StreamId stream = 0;
+        Time at{-1};
+        Time first_duration{0};
+        std::vector<RunPlanCall> calls;
+        RunOutcome outcome;
+        std::uint64_t flows = 0;
+        Time end{0};
+    };
     struct Transfer {
         const TransferPlan* plan = nullptr;
         std::uint32_t group = 0;
         std::uint32_t phase = 0;
         std::uint32_t flows_left = 0;
         std::vector<MemberOp> ops;  // the op posted by each member
-        // A lockstep run that this transfer began (sim/engine_lockstep.cpp): its collectives
-        // (1: none), the stream counts every member has when its last collective ends, that
-        // collective, what the run's compute chains add to the breakdown and the fingerprint, and
-        // the moments at which streams outside the run wait for one of its ops.
-        std::uint32_t run_collectives = 1;
-        std::uint32_t run_compute_count = 0;
-        std::uint32_t run_comm_count = 0;
-        std::uint32_t run_last_op = 0;
-        Time run_busy{0};
-        Time run_recompute{0};
-        std::uint64_t run_digest = 0;
-        std::vector<RunCheckpoint> run_checkpoints;
-        // A chain of the run still running at its end (it overlaps the last collective): its
-        // start and end (run_running_end < 0: none); the engine ends it as any chain.
-        Time run_running_start{-1};
-        Time run_running_end{-1};
+        RunOutcome run;             // a lockstep run that this transfer began
     };
 
     void build_ranks();
@@ -156,8 +183,20 @@ private:
     void start_instance(std::uint32_t group);
     const LastPlan& plan_for(std::uint32_t group, OpKind kind, Bytes bytes, std::uint32_t source);
     Time start_lockstep(std::uint32_t transfer);
-    void plan_run(const OpListIndex& index, StreamId comm, std::uint32_t first, std::uint32_t group,
-                  std::uint32_t source);
+    // Where a lockstep run may begin: collective `first` of stream `comm` of `index`, which
+    // starts now on `group` and lasts `first_duration`; `source` is the group's first rank.
+    struct RunStart {
+        const OpListIndex& index;
+        StreamId comm = 0;
+        std::uint32_t first = 0;
+        std::uint32_t group = 0;
+        std::uint32_t source = 0;
+        Time first_duration{0};
+    };
+    bool memo_holds(const RunMemo& memo, const RunStart& start);
+    static void record_call(std::vector<RunPlanCall>& calls, std::span<const StreamSlot> comm, RunPlanCall call);
+    void plan_lockstep(RunMemo& memo, const RunStart& start);
+    void plan_run(const RunStart& start, std::vector<RunPlanCall>& calls);
     struct RunEnd {
         std::uint32_t last = 0;    // index in run_collectives_ of the run's last collective (0: no run)
         std::uint32_t chains = 0;  // chains of run_chains_ that belong to the run
@@ -195,12 +234,23 @@ private:
     FlowNetwork network_;
     Rendezvous rendezvous_;
     ExclusiveTransfers exclusive_;
-    std::vector<LastPlan> last_plans_;  // per group
+    std::vector<LastPlan> last_plans_;    // per group
+    std::vector<LastPlan> before_plans_;  // per group: the one before the last, if another
     std::vector<Transfer> transfers_;
     std::vector<std::uint32_t> free_transfers_;
     bool lockstep_ = false;  // SimOptions::lockstep_runs, and nothing observes
     std::vector<RunChain> run_chains_;            // scratch of plan_run
     std::vector<RunCollective> run_collectives_;
+    std::vector<RunMemo> run_memos_;  // per op list
+    // The last chain digested by ops_done per op list and stream: its head, end and digest. The
+    // ranks of one op list that folding keeps apart often end the same chain at the same moment,
+    // and a chain's digest is a function of the two alone (the ranks' keys multiply it after).
+    struct ChainMemo {
+        std::uint32_t head = 0xffffffffU;
+        std::int64_t end = -1;
+        std::uint64_t digest = 0;
+    };
+    std::vector<ChainMemo> chain_memos_;  // [op list * kMaxStreams + stream]
     Time now_{0};
     SimResult result_;
 };

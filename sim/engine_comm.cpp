@@ -37,7 +37,7 @@ void Engine::start_instance(std::uint32_t group) {
     T.group = group;
     T.phase = 0;
     T.flows_left = 0;
-    T.run_collectives = 1;
+    T.run.collectives = 1;
     const auto members = rendezvous_.members(group);
     prefetch_ranks(members, offsetof(RankState, clock));
     for (std::uint32_t m = 0; m < members.size(); ++m) {
@@ -57,10 +57,18 @@ void Engine::start_instance(std::uint32_t group) {
     schedule(now_ + delay, Payload{id, 0, EventKind::PhaseDue, 0});
 }
 
-// The plan of a request on `group`: the group's last one when the request repeats (see LastPlan).
+// The plan of a request on `group`: the group's last one when the request repeats, or the one
+// before when the group alternates two (a pipeline pair's activations and gradients); see
+// LastPlan. The plan returned becomes the group's last.
 const Engine::LastPlan& Engine::plan_for(std::uint32_t group, OpKind kind, Bytes bytes, std::uint32_t source) {
     LastPlan& last = last_plans_[group];
-    if (last.plan == nullptr || last.kind != kind || last.bytes != bytes.value || last.source != source) {
+    const auto same = [&](const LastPlan& p) {
+        return p.plan != nullptr && p.kind == kind && p.bytes == bytes.value && p.source == source;
+    };
+    if (!same(last)) {
+        LastPlan& before = before_plans_[group];
+        std::swap(last, before);
+        if (same(last)) return last;
         last.plan = &planner_.plan(TransferRequest{group, kind, bytes, source});
         last.kind = kind;
         last.bytes = bytes.value;
@@ -108,7 +116,7 @@ void Engine::end_phase(std::uint32_t id) {
 // The last phase ended: every member's op finishes now. Finishing may start new instances (and
 // grow transfers_), so the record is read by index and released only at the end.
 void Engine::finish_transfer(std::uint32_t id) {
-    if (transfers_[id].run_collectives > 1) close_lockstep(id);
+    if (transfers_[id].run.collectives > 1) close_lockstep(id);
     const auto members = rendezvous_.members(transfers_[id].group);
     prefetch_ranks(members, 0);
     for (std::uint32_t m = 0; m < members.size(); ++m) {

@@ -32,7 +32,8 @@
 namespace cuboid::sim {
 
 // Called as the first collective of transfer `id` starts with a shortcut: returns when the run
-// it begins ends (its own end when it begins none).
+// it begins ends (its own end when it begins none). The run is planned unless the op list's last
+// run was planned from the same state (engine_run_memo.cpp).
 Time Engine::start_lockstep(std::uint32_t id) {
     Transfer& T = transfers_[id];
     const Time first_end = now_ + last_plans_[T.group].shortcut->duration;
@@ -44,73 +45,101 @@ Time Engine::start_lockstep(std::uint32_t id) {
     for (std::uint32_t m = 1; m < members.size(); ++m) {
         if (ranks_[members[m].rank].index != index || T.ops[m].op != lead.op) return first_end;
     }
-    plan_run(*index, lead.stream, first, T.group, members[0].rank);
-    const RunEnd end = run_end(*index, lead.stream, first);
-    if (end.last == 0) return first_end;
+    // The first duration is read now: checking the memo asks plan_for about later collectives,
+    // which changes the group's LastPlan.
+    const RunStart start{*index, lead.stream, first, T.group, members[0].rank, first_end - now_};
+    RunMemo& memo = run_memos_[static_cast<std::size_t>(index - indexes_.data())];
+    if (!memo_holds(memo, start)) plan_lockstep(memo, start);
+    result_.flows += memo.flows;
+    if (memo.outcome.collectives == 1) return memo.end;
+    T.run = memo.outcome;  // into storage the record keeps: no allocation once warm
+    rendezvous_.skip(T.group, T.run.collectives - 1);
+    for (std::uint32_t k = 0; k < T.run.checkpoints.size(); ++k) {
+        schedule(T.run.checkpoints[k].at, Payload{id, k, EventKind::RunCheckpoint, 0});
+    }
+    return memo.end;
+}
+
+// Plans the run of one member from `start` into `memo`: what it was planned from, and what it
+// comes to.
+void Engine::plan_lockstep(RunMemo& memo, const RunStart& start) {
+    const OpListIndex& index = start.index;
+    const StreamId x = start.comm;
+    const std::uint32_t first = start.first;
+    memo.first = first;
+    memo.stream = x;
+    memo.at = now_;
+    memo.first_duration = start.first_duration;
+    memo.calls.clear();
+    memo.flows = 0;
+    memo.end = now_ + start.first_duration;
+    RunOutcome& run = memo.outcome;
+    run.collectives = 1;
+    plan_run(start, memo.calls);
+    const RunEnd end = run_end(index, x, first);
+    if (end.last == 0) return;
 
     // What the run adds up to: its chains but one still running, and its collectives but the
     // last, which ends as any transfer.
-    const auto& comm = index->streams[lead.stream];
-    const auto& chains = index->streams[stream::kCompute];
-    const auto& awaited = index->awaited_by;
-    const auto outside_c = static_cast<std::uint8_t>(~(1U << lead.stream));
+    const auto& comm = index.streams[x];
+    const auto& chains = index.streams[stream::kCompute];
+    const auto& awaited = index.awaited_by;
+    const auto outside_c = static_cast<std::uint8_t>(~(1U << x));
     const auto outside_x = static_cast<std::uint8_t>(~(1U << stream::kCompute));
-    T.run_checkpoints.clear();
-    T.run_busy = Time(0);
-    T.run_recompute = Time(0);
-    T.run_digest = 0;
-    T.run_running_start = Time(-1);
-    T.run_running_end = Time(-1);
-    T.run_compute_count = index->compute_requirement(comm[first]);
+    run.checkpoints.clear();
+    run.busy = Time(0);
+    run.recompute = Time(0);
+    run.digest = 0;
+    run.running_start = Time(-1);
+    run.running_end = Time(-1);
+    run.compute_count = index.compute_requirement(comm[first]);
     for (std::uint32_t k = 0; k < end.chains; ++k) {
         const RunChain& c = run_chains_[k];
-        const StreamSlot& head = chains[T.run_compute_count];
+        const StreamSlot& head = chains[run.compute_count];
         if (end.running && k + 1 == end.chains) {
-            T.run_running_end = Time(c.end);
-            T.run_running_start = Time(c.end - head.chain_time());
+            run.running_end = Time(c.end);
+            run.running_start = Time(c.end - head.chain_time());
             break;
         }
-        T.run_busy += Time(head.chain_time());
-        T.run_recompute += Time(chain_recompute(chains, T.run_compute_count));
-        T.run_digest += chain_digest(chains, T.run_compute_count, c.end);
-        T.run_compute_count = c.end_count;
+        run.busy += Time(head.chain_time());
+        run.recompute += Time(chain_recompute(chains, run.compute_count));
+        run.digest += chain_digest(chains, run.compute_count, c.end);
+        run.compute_count = c.end_count;
         if ((awaited[stream::kCompute][c.end_count - 1] & outside_c) != 0) {
-            T.run_checkpoints.push_back({Time(c.end), c.end_count, stream::kCompute});
+            run.checkpoints.push_back({Time(c.end), c.end_count, stream::kCompute});
         }
     }
     for (std::uint32_t k = 0; k < end.last; ++k) {
         const RunCollective& c = run_collectives_[k];
-        T.run_digest += completion_mix(c.end, comm[first + k].op);
-        if (k > 0) result_.flows += c.flows;
-        if ((awaited[lead.stream][first + k] & outside_x) != 0) {
-            T.run_checkpoints.push_back({Time(c.end), first + k + 1, lead.stream});
+        run.digest += completion_mix(c.end, comm[first + k].op);
+        if (k > 0) memo.flows += c.flows;
+        if ((awaited[x][first + k] & outside_x) != 0) {
+            run.checkpoints.push_back({Time(c.end), first + k + 1, x});
         }
     }
-    result_.flows += run_collectives_[end.last].flows;
-    rendezvous_.skip(T.group, end.last);
-    T.run_collectives = end.last + 1;
-    T.run_comm_count = first + end.last;
-    T.run_last_op = comm[first + end.last].op;
+    memo.flows += run_collectives_[end.last].flows;
+    run.collectives = end.last + 1;
+    run.comm_count = first + end.last;
+    run.last_op = comm[first + end.last].op;
+    memo.end = Time(run_collectives_[end.last].end);
     // By time, keeping the order above among equal times, and before the run's end when
     // simultaneous with it (as a chain that ends with the last collective is reported before the
     // collective that was scheduled later). An insertion sort: the two lists above are each in
     // time order and short, and a run must not allocate.
-    auto& cps = T.run_checkpoints;
+    auto& cps = run.checkpoints;
     for (std::size_t i = 1; i < cps.size(); ++i) {
         for (std::size_t j = i; j > 0 && cps[j].at < cps[j - 1].at; --j) std::swap(cps[j], cps[j - 1]);
     }
-    for (std::uint32_t k = 0; k < T.run_checkpoints.size(); ++k) {
-        schedule(T.run_checkpoints[k].at, Payload{id, k, EventKind::RunCheckpoint, 0});
-    }
-    return Time(run_collectives_[end.last].end);
 }
 
 // One member's compute chains and collectives from the first collective's start (now), as far as
 // they wait only for each other and the collectives have shortcuts, into run_chains_ and
 // run_collectives_ (the first collective at index 0). The two streams are advanced in turn, each
 // as far as the other allows.
-void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first, std::uint32_t group,
-                      std::uint32_t source) {
+void Engine::plan_run(const RunStart& start, std::vector<RunPlanCall>& calls) {
+    const OpListIndex& index = start.index;
+    const StreamId x = start.comm;
+    const std::uint32_t first = start.first;
     // Raw views, read into locals once: the pushes below store pointers, which the compiler must
     // otherwise assume may change the index's vectors, and reload them for every chain.
     const std::span<const StreamSlot> chains(index.streams[stream::kCompute]);
@@ -127,7 +156,7 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
         return count;
     };
     run_chains_.clear();
-    run_collectives_.assign(1, {(now_ + last_plans_[group].shortcut->duration).value, 0});
+    run_collectives_.assign(1, {(now_ + start.first_duration).value, 0});
     const std::uint32_t compute_base = index.compute_requirement(comm[first]);
     const std::uint16_t group_slot = comm[first].group_slot();
     std::uint32_t head = compute_base;
@@ -193,11 +222,15 @@ void Engine::plan_run(const OpListIndex& index, StreamId x, std::uint32_t first,
             // The request the rendezvous would describe: the members' (identical) kind and
             // bytes, the group's first rank as source (a collective, never a pair).
             const StreamSlot& c = comm[j];
-            const LastPlan& plan = plan_for(group, c.kind(), c.bytes(), source);
+            // Every call and its outcome is recorded: they are all that plan_run learns of the
+            // group (RunMemo).
+            const LastPlan& plan = plan_for(start.group, c.kind(), c.bytes(), start.source);
             if (!plan.shortcut || !exclusive_.holds(*plan.shortcut, c.op)) {
+                record_call(calls, comm, {j, false, Time(0), 0});
                 comm_stops = true;
                 break;
             }
+            record_call(calls, comm, {j, true, plan.shortcut->duration, plan.shortcut->flows});
             run_collectives_.push_back({post + plan.shortcut->duration.value, plan.shortcut->flows});
             comm_needs = kUnknown;
             moved = true;
@@ -239,7 +272,7 @@ Engine::RunEnd Engine::run_end(const OpListIndex& index, StreamId x, std::uint32
 // it may start. The run's own streams stay with the run.
 void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
     const Transfer& T = transfers_[id];
-    const RunCheckpoint cp = T.run_checkpoints[k];
+    const RunCheckpoint cp = T.run.checkpoints[k];
     const auto run_streams = static_cast<unsigned>((1U << stream::kCompute) | (1U << T.ops[0].stream));
     for (const Rendezvous::Member& member : rendezvous_.members(T.group)) {
         RankState& R = ranks_[member.rank];
@@ -262,7 +295,7 @@ void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
 void Engine::close_lockstep(std::uint32_t id) {
     Transfer& T = transfers_[id];
     const StreamId x = T.ops[0].stream;
-    const bool running = T.run_running_end >= Time(0);
+    const bool running = T.run.running_end >= Time(0);
     const auto compute_bit = static_cast<std::uint8_t>(1U << stream::kCompute);
     const auto members = rendezvous_.members(T.group);
     std::uint64_t keys = 0;
@@ -270,21 +303,21 @@ void Engine::close_lockstep(std::uint32_t id) {
         const std::uint32_t rank = members[m].rank;
         RankState& R = ranks_[rank];
         keys += R.key;
-        R.remaining -= (T.run_compute_count - R.done[stream::kCompute]) + (T.run_comm_count - R.done[x]);
-        R.done[stream::kCompute] = T.run_compute_count;
-        R.done[x] = T.run_comm_count;
-        R.clock.lockstep_ends(now_, T.run_busy, T.run_recompute, running ? T.run_running_start : Time(-1));
+        R.remaining -= (T.run.compute_count - R.done[stream::kCompute]) + (T.run.comm_count - R.done[x]);
+        R.done[stream::kCompute] = T.run.compute_count;
+        R.done[x] = T.run.comm_count;
+        R.clock.lockstep_ends(now_, T.run.busy, T.run.recompute, running ? T.run.running_start : Time(-1));
         if (running) {
             // The compute stream is busy, no longer waiting for the collective that ends now.
             R.busy = static_cast<std::uint8_t>(R.busy | compute_bit);
             R.waiters[x] = static_cast<std::uint8_t>(R.waiters[x] & ~compute_bit);
-            schedule(T.run_running_end, Payload{rank, T.run_compute_count, EventKind::OpsDone, stream::kCompute});
+            schedule(T.run.running_end, Payload{rank, T.run.compute_count, EventKind::OpsDone, stream::kCompute});
         }
-        T.ops[m].op = T.run_last_op;
+        T.ops[m].op = T.run.last_op;
     }
     // Every member has the same times and ops: one digest, times the sum of their keys.
-    result_.fingerprint += T.run_digest * keys;
-    T.run_collectives = 1;
+    result_.fingerprint += T.run.digest * keys;
+    T.run.collectives = 1;
 }
 
 }  // namespace cuboid::sim

@@ -111,11 +111,21 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
         for (std::size_t k = 0; k < rp.groups.size() && k < per_slot.size(); ++k) {
             if (rp.groups[k] == h) streams = static_cast<std::uint8_t>(streams | per_slot[k]);
         }
-        if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordered_streams(program.op_lists[rp.op_list]);
+        if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordering_of(program, rp.op_list);
         conditions_.push_back({static_cast<std::uint32_t>(common - members.begin()), rp.op_list, streams});
     }
     shortcut.last_condition = static_cast<std::uint32_t>(conditions_.size());
     return true;
+}
+
+// ordered_streams() of op list `l`, copied from an op list analysed before when the two agree in
+// everything it reads (same_order_inputs).
+std::vector<std::uint8_t> ExclusiveTransfers::ordering_of(const Program& program, std::uint32_t l) const {
+    const OpList& list = program.op_lists[l];
+    for (std::size_t k = 0; k < ordered_.size(); ++k) {
+        if (k != l && !ordered_[k].empty() && same_order_inputs(program.op_lists[k], list)) return ordered_[k];
+    }
+    return ordered_streams(list);
 }
 
 bool ExclusiveTransfers::holds(const Shortcut& shortcut, std::span<const MemberOp> ops) const {

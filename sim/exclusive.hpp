@@ -86,6 +86,7 @@ private:
     bool add_conditions(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
                         std::uint32_t group, const TransferPlan& plan, Shortcut& shortcut);
     void check_unknown(std::uint32_t group, const TransferPlan& plan) const;
+    std::vector<std::uint8_t> ordering_of(const Program& program, std::uint32_t op_list) const;
 
     const FlowNetwork* network_ = nullptr;
     std::vector<std::vector<std::uint32_t>> link_users_;  // groups whose plans use the link, ascending

@@ -43,31 +43,44 @@ bool within(std::span<const Requirement> reqs, const Counts& limit) {
 OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains) {
     const auto n = static_cast<std::uint32_t>(list.ops.size());
     if (durations.size() != n) throw std::logic_error("program costs: durations do not match the op list");
-    position.resize(n);
-    // Sizes first, so that each vector is allocated once: the lists are long (tens of thousands
-    // of ops), and growing them by doubling copies and touches twice the memory.
+    // Sizes first, so that each vector is allocated once, at its final size: the lists are long
+    // (tens of thousands of ops), and growing them by doubling copies and touches twice the
+    // memory; slots are then written in place, without a capacity check per op.
     std::array<std::uint32_t, kMaxStreams> sizes{};
     for (const Op& o : list.ops) {
         if (o.stream >= kMaxStreams) throw std::logic_error("op list: stream id " + std::to_string(o.stream) + " out of range");
         ++sizes[o.stream];
     }
+    std::array<StreamSlot*, kMaxStreams> slots{};
+    std::array<std::uint8_t*, kMaxStreams> awaited{};
     for (int s = 0; s < kMaxStreams; ++s) {
-        streams[s].reserve(sizes[s]);
+        if (sizes[s] != 0) stream_count = s + 1;
+        streams[s].assign(sizes[s], StreamSlot{});  // copies of one zero slot (resize calls memset per slot)
         awaited_by[s].assign(sizes[s], 0);
+        slots[s] = streams[s].data();
+        awaited[s] = awaited_by[s].data();
     }
-    requirements.reserve(list.deps.size());
+    position.resize(n);
+    // At most one requirement per dependency; trimmed to the count after the pass.
+    requirements.resize(list.deps.size());
+    // Raw pointers in the loop: stores through them could otherwise alias the vectors' own
+    // pointers, which the compiler would then reload for every op.
+    std::uint32_t* const pos = position.data();
+    Requirement* const reqs = requirements.data();
+    const Op* const ops = list.ops.data();
+    const Time* const times = durations.data();
+    std::array<std::uint32_t, kMaxStreams> next{};
+    std::uint32_t req_count = 0;
     // One pass: the slots, the requirements (dependencies are earlier ops, whose positions are
     // known by then), and which stream positions some other stream waits for (a bit per waiting
     // stream): a chain must end there, because the waiter has to be woken when that very op
     // finishes.
     for (std::uint32_t op = 0; op < n; ++op) {
-        const Op& o = list.ops[op];
+        const Op& o = ops[op];
         const StreamId s = o.stream;
-        stream_count = std::max(stream_count, s + 1);
-        position[op] = static_cast<std::uint32_t>(streams[s].size());
-        // Filled in place (a local copied in is read back with wide loads right after its narrow
-        // stores: a store-forwarding stall per op).
-        StreamSlot& slot = streams[s].emplace_back();
+        const std::uint32_t p = next[s]++;
+        pos[op] = p;
+        StreamSlot& slot = slots[s][p];
         slot.op = op;
         slot.is_comm = is_communication(o.kind);
         slot.category = o.category;
@@ -76,19 +89,21 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
             slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
             slot.word1 = o.group_slot;
         } else {
-            slot.word0 = durations[op].value;
+            slot.word0 = times[op].value;
         }
+        slot.req_begin = req_count;
+        if (o.dep_count == 0) continue;  // most ops: stream order is all they wait for
         unsigned waits = 0;
         const Counts need = requirements_of(list, position, op, waits);
-        slot.req_begin = static_cast<std::uint32_t>(requirements.size());
         while (waits != 0) {  // in stream order, which try_start's waits follow
             const int x = std::countr_zero(waits);
             waits &= waits - 1;
-            requirements.push_back({need[x], static_cast<StreamId>(x)});
-            awaited_by[x][need[x] - 1] |= static_cast<std::uint8_t>(1U << s);
+            reqs[req_count++] = {need[x], static_cast<StreamId>(x)};
+            awaited[x][need[x] - 1] |= static_cast<std::uint8_t>(1U << s);
         }
-        slot.req_count = static_cast<std::uint8_t>(requirements.size() - slot.req_begin);
+        slot.req_count = static_cast<std::uint8_t>(req_count - slot.req_begin);
     }
+    requirements.resize(req_count);
 
     const auto reqs_of = [this](const StreamSlot& slot) {
         return std::span<const Requirement>(requirements).subspan(slot.req_begin, slot.req_count);

@@ -130,4 +130,17 @@ std::vector<std::uint8_t> ordered_streams(const OpList& list) {
     return ordered;
 }
 
+bool same_order_inputs(const OpList& a, const OpList& b) {
+    if (a.ops.size() != b.ops.size() || a.deps != b.deps) return false;  // the dependencies first: cheap, and
+                                                                         // they tell most lists apart
+    for (std::size_t i = 0; i < a.ops.size(); ++i) {
+        const Op& x = a.ops[i];
+        const Op& y = b.ops[i];
+        if (x.stream != y.stream || is_communication(x.kind) != is_communication(y.kind) ||
+            x.first_dep != y.first_dep || x.dep_count != y.dep_count)
+            return false;
+    }
+    return true;
+}
+
 }  // namespace cuboid::sim

@@ -22,4 +22,10 @@ namespace cuboid::sim {
 // later op or a stream id of 8 or more.
 std::vector<std::uint8_t> ordered_streams(const OpList& list);
 
+// Whether `a` and `b` agree in everything ordered_streams reads (per op its stream, whether it
+// communicates, and its dependencies), so that ordered_streams(a) == ordered_streams(b): the op
+// lists of the middle stages of a GPipe plan differ only in labels and sizes, and a comparison
+// costs a fraction of the analysis.
+bool same_order_inputs(const OpList& a, const OpList& b);
+
 }  // namespace cuboid::sim

@@ -28,6 +28,9 @@ struct Layout {
     // 1d {t,1,1}; 2d {q,q,1}; 3d {q,q,q}; atp {d1,d2,1}. Tensor index i has coordinate
     // mesh_coord(i, a) on axis a; the ranks that differ only along axis a form that axis' group.
     std::array<int, 3> tensor_mesh{1, 1, 1};
+    // ATP: which mesh axis splits the first linear's columns (TensorMesh::order), as chosen once
+    // by validate_plan; ColumnFirst for the other modes.
+    AtpOrder tensor_order = AtpOrder::ColumnFirst;
     // Layers of global chunk j, j = local_chunk * pipeline + stage (stage s holds chunks
     // s, s+p, s+2p, ...). Megatron requires layers % (p*v) == 0; cuboid also accepts the rest
     // and spreads it one layer each over the first chunks.

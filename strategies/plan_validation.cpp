@@ -117,7 +117,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_unsupported(c, sc.parallel);
     const int data = check_degrees(c, sc);
     check_tensor(c, sc);
-    const TensorMesh mesh = check_tensor_mode(sc);
+    const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;
     c.require(tr.micro_batch >= 1, "training.micro_batch", "must be at least 1");
     c.require(tr.global_batch >= 1, "training.global_batch", "must be at least 1");
@@ -132,6 +132,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     l.data = data;
     l.virtual_stages = sc.parallel.virtual_stages;
     l.tensor_mesh = mesh.axes;
+    l.tensor_order = mesh.order;
     l.micro_batches = m;
     l.chunk_layers = stage_partition(sc, l, builtin);
     return l;

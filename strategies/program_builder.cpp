@@ -14,10 +14,10 @@
 namespace cuboid {
 namespace {
 
-LayerDims dims_of(const Scenario& sc) {
+LayerDims dims_of(const Scenario& sc, const Layout& l) {
     LayerDims d = LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
                                   sc.training.precision);
-    d.set_mesh(tensor_mesh_of(sc));  // 2d / 3d / atp layer programs
+    d.set_mesh(tensor_mesh_of(sc, l));  // 2d / 3d / atp layer programs
     return d;
 }
 
@@ -36,7 +36,7 @@ std::size_t ops_per_layer(const LayerContext& layer) {
 }
 
 // Bytes a stage's ranks hold all iteration besides activations (stage_resident_bytes), with the
-// layer's dimensions `d` (dims_of(sc)) already worked out.
+// layer's dimensions `d` (dims_of(sc, l)) already worked out.
 Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
     const double params = stage_parameters_per_rank(sc.model, l, stage);
     Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
@@ -76,8 +76,8 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     return p;
 }
 
-LayerContext base_layer(const Scenario& sc, const Labels& labels) {
-    LayerContext layer = LayerContext::make(dims_of(sc), sc.parallel.recompute, labels);
+LayerContext base_layer(const Scenario& sc, const Layout& l, const Labels& labels) {
+    LayerContext layer = LayerContext::make(dims_of(sc, l), sc.parallel.recompute, labels);
     layer.tp_backward_overlap = sc.parallel.tp_backward_overlap;
     layer.overlap_chunks = sc.parallel.overlap_chunks;
     return layer;
@@ -87,7 +87,7 @@ LayerContext base_layer(const Scenario& sc, const Labels& labels) {
 double stage_peak(const Scenario& sc, const Layout& l, int stage, int k) {
     sim::Program scratch;
     const Labels labels = intern_labels(scratch);
-    const LayerContext layer = base_layer(sc, labels);
+    const LayerContext layer = base_layer(sc, l, labels);
     sim::OpList list;
     build_stage(list, stage_plan(sc, l, layer, stage, k, ops_per_layer(layer)));
     return sim::peak_memory(list).peak.value;
@@ -121,7 +121,7 @@ std::vector<int> checkpointed_layers(const Scenario& sc, const Layout& l, const 
 }
 
 Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
-    return resident_bytes(sc, l, stage, dims_of(sc));
+    return resident_bytes(sc, l, stage, dims_of(sc, l));
 }
 
 sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {
@@ -137,7 +137,7 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
     sim::Program program;
     const Labels labels = intern_labels(program);
     build_groups(program, l, labels, !sc.model.swiglu);
-    const LayerContext layer = base_layer(sc, labels);
+    const LayerContext layer = base_layer(sc, l, labels);
     const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));
     if (tags != nullptr) tags->assign(static_cast<std::size_t>(l.pipeline), {});

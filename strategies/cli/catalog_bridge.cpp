@@ -8,14 +8,17 @@
 namespace cuboid::cli {
 
 NameResolvers builtin_name_resolvers() {
+    // Parsed once per resolver set, shared by the copies of the lookup.
+    return builtin_name_resolvers(std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin()));
+}
+
+NameResolvers builtin_name_resolvers(std::shared_ptr<const hw::Catalog> catalog) {
     NameResolvers n;
     n.model_preset = [](const std::string& name) {
         ModelSpec m;
         apply_preset(name, m);
         return m;
     };
-    // Parsed once per resolver set, shared by the copies of the lookup.
-    auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
     n.gpu_name = [catalog](const std::string& gpu) { return catalog->gpu(gpu).name; };
     return n;
 }

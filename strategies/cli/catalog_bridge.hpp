@@ -2,10 +2,18 @@
 // hardware_models) in the form the loader takes.
 #pragma once
 
+#include <memory>
+
 #include "strategies/cli/scenario_keys.hpp"
+
+namespace cuboid::hw {
+class Catalog;
+}
 
 namespace cuboid::cli {
 
 NameResolvers builtin_name_resolvers();
+// The same on a built-in catalog the caller parsed already (a sweep parses it once per run).
+NameResolvers builtin_name_resolvers(std::shared_ptr<const hw::Catalog> catalog);
 
 }  // namespace cuboid::cli

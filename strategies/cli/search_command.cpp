@@ -49,7 +49,9 @@ int search_exit_code(const SearchResult& r, std::ostream& err) {
 
 int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err) {
     check_search_request(request);
-    const auto names = builtin_name_resolvers();
+    // The built-in catalog, parsed once: the name lookups and the hardware cache share it.
+    const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+    const auto names = builtin_name_resolvers(catalog);
     SearchScenario loaded = load_search_scenario(request.scenario_path, names);
     if (!loaded.scenario.sweep.empty())
         throw InputError(locate(loaded.scenario, "sweep"),
@@ -63,8 +65,7 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     std::ofstream csv_file = open_output_file(request.csv, "--csv");
     std::ofstream json_file = open_output_file(request.json, "--json");
 
-    const hw::Catalog catalog = hw::Catalog::load_builtin();
-    HardwareCache cache(catalog);
+    HardwareCache cache(*catalog);
     SearchOptions options;
     options.threads = request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     options.keep = request.top.value_or(kDefaultTop);

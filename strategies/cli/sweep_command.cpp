@@ -72,11 +72,12 @@ SweepResult prepared(const Scenario& base, const SweepRequest& request) {
 }
 
 // Runs this process's share of the points (every point without MPI) into a share for rank 0.
+// `catalog`: the built-in one, parsed once per run (a parse costs as much as setting up a point).
 SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequest& request, std::ostream& err,
-                     const SweepInterrupt& interrupt, int rank, int ranks, std::size_t& clusters) {
-    const auto names = builtin_name_resolvers();
-    const hw::Catalog catalog = hw::Catalog::load_builtin();
-    HardwareCache cache(catalog);
+                     const SweepInterrupt& interrupt, int rank, int ranks, std::size_t& clusters,
+                     const std::shared_ptr<const hw::Catalog>& catalog) {
+    const auto names = builtin_name_resolvers(catalog);
+    HardwareCache cache(*catalog);
     SweepProgress progress(err);
     SweepRunOptions options;
     options.threads = r.threads;
@@ -172,12 +173,13 @@ int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult
 }
 
 int single_process(const SweepRequest& request, std::ostream& out, std::ostream& err) {
-    const Scenario base = base_scenario(request, builtin_name_resolvers());
+    const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+    const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
     Outputs files = open_outputs(request);
     SweepResult r = prepared(base, request);
     const SweepInterrupt interrupt;
     const auto start = std::chrono::steady_clock::now();
-    std::vector<SweepShare> shares{run_share(base, r, request, err, interrupt, 0, 1, r.clusters)};
+    std::vector<SweepShare> shares{run_share(base, r, request, err, interrupt, 0, 1, r.clusters, catalog)};
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     merge_shares(std::move(shares), r, err);
     return write_outputs(request, files, ranked(std::move(r)), out, err);
@@ -194,11 +196,12 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
     SweepShare mine;
     const auto start = std::chrono::steady_clock::now();
     try {
-        const Scenario base = base_scenario(request, builtin_name_resolvers());
+        const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+        const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
         if (mpi.rank() == 0) files = open_outputs(request);
         r = prepared(base, request);
         r->ranks = mpi.size();
-        mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters);
+        mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters, catalog);
     } catch (const InputError& e) {
         input_error = std::current_exception();
         mine = SweepShare{{}, {}, e.what(), 0};

@@ -57,7 +57,7 @@ void check_atp(const Checker& c, const Scenario& sc, const TensorMesh& mesh) {
 
 }  // namespace
 
-TensorMesh check_tensor_mode(const Scenario& sc) {
+TensorMesh check_tensor_mode(const Scenario& sc, const hw::Catalog* builtin) {
     const Checker c(sc);
     const ParallelPlan& p = sc.parallel;
     // parallel.atp_mesh and atp_order are ignored by the other modes, so that a sweep over
@@ -71,12 +71,12 @@ TensorMesh check_tensor_mode(const Scenario& sc) {
         case TensorMode::ThreeD: check_cube_or_square(c, sc, 3); break;
         case TensorMode::Atp: {
             c.require(p.atp_mesh[0] >= 0 && p.atp_mesh[1] >= 0, "parallel.atp_mesh", "d1 and d2 must be positive");
-            const TensorMesh mesh = tensor_mesh_of(sc);
+            const TensorMesh mesh = tensor_mesh_of(sc, builtin);
             check_atp(c, sc, mesh);
             return mesh;
         }
     }
-    return tensor_mesh_of(sc);
+    return tensor_mesh_of(sc, builtin);
 }
 
 }  // namespace cuboid

@@ -7,7 +7,8 @@
 
 namespace cuboid {
 
-// The mode's mesh when the plan is possible; throws InputError at the offending key.
-TensorMesh check_tensor_mode(const Scenario& sc);
+// The mode's mesh when the plan is possible; throws InputError at the offending key. `builtin`:
+// the parsed built-in catalog when the caller holds it (tensor_mesh_of).
+TensorMesh check_tensor_mode(const Scenario& sc, const hw::Catalog* builtin = nullptr);
 
 }  // namespace cuboid

@@ -17,6 +17,7 @@
 
 #include <array>
 
+#include "strategies/layout.hpp"
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
@@ -50,7 +51,12 @@ int integer_root(int n, int power);
 
 // The mesh the scenario's plan gives: q from tensor for 2d and 3d (0 edge when t is not a square
 // or cube: validate_plan rejects it), the ATP mesh and order from the plan or chosen by
-// choose_atp (strategies/tensor_modes/atp_choice.hpp).
-TensorMesh tensor_mesh_of(const Scenario& sc);
+// choose_atp (strategies/tensor_modes/atp_choice.hpp). `builtin`: the parsed built-in catalog
+// when the caller holds it; without it, an ATP plan without its mesh and order parses the catalog.
+TensorMesh tensor_mesh_of(const Scenario& sc, const hw::Catalog* builtin = nullptr);
+
+// The same mesh read from a layout validate_plan(sc) returned, which stores it: no choice is made
+// again (choose_atp prices every candidate), so builders may call it per stage and per probe.
+TensorMesh tensor_mesh_of(const Scenario& sc, const Layout& layout);
 
 }  // namespace cuboid

@@ -125,3 +125,45 @@ TEST_CASE("duration memo: repeats hit, growth keeps every entry, communication s
     CHECK(memo.duration(all_reduce) == kTimeZero);  // the transfer planner prices it
     CHECK(memo.size() == ops.size() + 1);
 }
+
+// append_durations answers from the slot its label last used when the op matches it bit for bit
+// (DurationMemo::Key::same_bits). All ops here share one label, so each changed op meets the
+// hint of the op before it: it must be priced anew, and the base op found again after it.
+TEST_CASE("duration memo: a list priced at once equals the model op by op", "[compute][memo]") {
+    const Catalog catalog = Catalog::load_builtin();
+    const HardwareProfile profile = HardwareProfile::parse(kProfile, "memo.yaml");
+    const ComputeModel model(catalog.gpu("a100-sxm-80gb"), &profile);
+    std::vector<sim::Op> ops;
+    for (const sim::Op& base : {base_gemm(), elementwise(1e6), dispatch(sim::OpCategory::Compute)}) {
+        sim::Op negative_zero = base;  // == the base, other bits: found through the table
+        negative_zero.flops = Flops(base.flops.value == 0.0 ? -0.0 : base.flops.value);
+        ops.insert(ops.end(), {base, base, negative_zero, base});
+    }
+    sim::Op all_reduce = elementwise(1e9);
+    all_reduce.kind = sim::OpKind::AllReduce;
+    ops.push_back(all_reduce);
+    for (const auto& change : std::vector<std::function<void(sim::Op&)>>{
+             [](sim::Op& op) { op.kind = sim::OpKind::Elementwise; },
+             [](sim::Op& op) { op.precision = sim::Precision::Fp16; },
+             [](sim::Op& op) { op.flops = op.flops * 2.0; },
+             [](sim::Op& op) { op.bytes = Bytes(1e7); },
+             [](sim::Op& op) { op.shape.m = 4096; },
+             [](sim::Op& op) { op.shape.n = 4096; },
+             [](sim::Op& op) { op.shape.k = 4096; },
+             [](sim::Op& op) { op.shape.batch = 4; },
+             [](sim::Op& op) { op.category = sim::OpCategory::TensorComm; },
+         }) {
+        sim::Op changed = base_gemm();
+        change(changed);
+        ops.insert(ops.end(), {base_gemm(), changed, base_gemm()});
+    }
+    DurationMemo memo(model, 1);
+    std::vector<Time> got{Time(-1)};  // appended after what is there
+    memo.append_durations(ops, got);
+    REQUIRE(got.size() == ops.size() + 1);
+    CHECK(got[0] == Time(-1));
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        INFO("op " << i);
+        CHECK(got[i + 1] == model.duration(ops[i]));
+    }
+}

@@ -60,15 +60,17 @@ struct TestProgram {
     }
 };
 
-// One fixed plan per group; remembers every request.
+// One fixed plan per group (or, with `by_source`, per request source: the two directions of a
+// pair); remembers every request.
 class TablePlanner : public TransferPlanner {
 public:
     std::map<std::uint32_t, TransferPlan> plans;
     std::vector<TransferRequest> requests;
+    bool by_source = false;
 
     const TransferPlan& plan(const TransferRequest& request) override {
         requests.push_back(request);
-        return plans.at(request.group);
+        return plans.at(by_source ? request.source : request.group);
     }
 };
 

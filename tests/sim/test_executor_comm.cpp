@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -139,4 +140,44 @@ TEST_CASE("a broadcast is rooted at the group's first rank", "[sim][executor]") 
     const auto made = instance_requests(planner, p.program);
     REQUIRE(made.size() == 1);
     CHECK(made[0].source == 1);
+}
+
+TEST_CASE("a pair that alternates two requests is planned once for each", "[sim][executor]") {
+    // Ranks 0 and 1 pass a message back and forth on one pair three times: rank 0 sends A, rank 1
+    // sends B once A has arrived, rank 0 sends the next A once B has. The requests alternate
+    // (Send from 0, Send from 1); 0's plan has 1 us of latency, 1's 3 us, both 1000 B at 1 GB/s
+    // (1 us).
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    const auto g = p.group({0, 1}, "pp");
+    const auto l0 = p.add_list();
+    const auto l1 = p.add_list();
+    constexpr int kRounds = 3;
+    std::uint32_t back = 0;
+    for (int k = 0; k < kRounds; ++k) {
+        if (k == 0) {
+            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm);
+        } else {
+            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm, {back});
+        }
+        back = p.comm(l0, OpKind::Recv, "b", 0, Bytes(1000.0), stream::kPipelineRecv, OpCategory::PipelineComm);
+        const auto got =
+            p.comm(l1, OpKind::Recv, "a", 0, Bytes(1000.0), stream::kPipelineRecv, OpCategory::PipelineComm);
+        p.comm(l1, OpKind::Send, "b", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm, {got});
+    }
+    p.rank(l0, {g});
+    p.rank(l1, {g});
+    std::vector<Link> links{{"pp", gigabytes_per_second(1.0)}};
+    TablePlanner planner;
+    planner.by_source = true;
+    planner.plans[0] = one_flow_plan(us, Bytes(1000.0), {0});
+    planner.plans[1] = one_flow_plan(us * 3, Bytes(1000.0), {0});
+    const SimResult r = simulate(p.program, p.costs, links, planner);
+    // Each round: A (1 + 1 us), then B (3 + 1 us).
+    CHECK(r.makespan == (us * 2 + us * 4) * kRounds);
+    // Six instances, two requests: each asked of the planner once (after those planned ahead).
+    const std::size_t ahead = possible_requests(p.program).size();
+    REQUIRE(planner.requests.size() == ahead + 2);
+    CHECK(planner.requests[ahead].source == 0);
+    CHECK(planner.requests[ahead + 1].source == 1);
 }

@@ -4,6 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/executor.hpp"
 #include "sim_test_support.hpp"
@@ -110,4 +115,87 @@ TEST_CASE("without shortcuts there is no lockstep run", "[sim][lockstep]") {
     const SimResult lockstep = run(f.p, f.planner, f.links, true);
     require_same_outcome(lockstep, stepwise);
     CHECK(lockstep.events == stepwise.events);
+}
+
+namespace {
+
+// One plan per (group, request bytes): lets two groups agree on one collective and differ on the
+// next.
+class BytesPlanner : public TransferPlanner {
+public:
+    std::map<std::pair<std::uint32_t, double>, TransferPlan> plans;
+    const TransferPlan& plan(const TransferRequest& request) override {
+        return plans.at({request.group, request.bytes.value});
+    }
+};
+
+// Tensor groups {0,1} and {2,3} of one op list: a (1 us), then per collective AR_i (a request of
+// `requests_kb[i]` KB) and a chain x_i (1 us) after it. Every plan is one flow of `flow_kb(group,
+// request)` KB on a link of its own at 1 GB/s (1 us a KB) after 1 us of latency. Both groups start
+// the same run at the same moment: the second may reuse the first's (RunMemo) only when its
+// collectives would last as long.
+struct TwoGroups {
+    TestProgram p;
+    BytesPlanner planner;
+    std::vector<Link> links;
+
+    TwoGroups(const std::vector<double>& requests_kb, const std::function<double(int, double)>& flow_kb) {
+        const Time us = microseconds(1.0);
+        const auto l = p.add_list();
+        auto last = p.compute(l, "a", us);
+        for (std::size_t i = 0; i < requests_kb.size(); ++i) {
+            const std::string n = std::to_string(i);
+            const auto ar = p.comm(l, OpKind::AllReduce, "ar" + n, 0, Bytes(requests_kb[i] * 1.0e3),
+                                   stream::kTensorComm, OpCategory::TensorComm, {last});
+            last = p.compute(l, "x" + n, us, stream::kCompute, OpCategory::Compute, {ar});
+        }
+        const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);
+        for (int g = 0; g < 2; ++g) {
+            for (const double kb : requests_kb) {
+                links.push_back({"own" + std::to_string(links.size()), gigabytes_per_second(1.0)});
+                planner.plans[{g == 0 ? t0 : t1, kb * 1.0e3}] =
+                    one_flow_plan(us, Bytes(flow_kb(g, kb) * 1.0e3), {static_cast<LinkId>(links.size() - 1)});
+            }
+        }
+    }
+    SimResult run(bool lockstep) {
+        SimOptions options;
+        options.lockstep_runs = lockstep;
+        return simulate(p.program, p.costs, links, planner, {}, options);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a run planned for one group is reused for another only when it plans the same way",
+          "[sim][lockstep]") {
+    const Time us = microseconds(1.0);
+    struct Case {
+        const char* what;
+        std::vector<double> requests_kb;
+        std::function<double(int, double)> flow_kb;
+    };
+    const std::vector<Case> cases{
+        {"same plans (AR3 repeats AR2's request)", {1, 2, 2}, [](int, double kb) { return kb; }},
+        {"the first collective lasts longer", {1, 2, 2}, [](int g, double kb) { return g == 1 && kb == 1 ? 2.0 : kb; }},
+        {"a later collective lasts longer", {1, 2, 2}, [](int g, double kb) { return g == 1 && kb == 2 ? 4.0 : kb; }},
+        // Group 0 moves 2 KB for both AR2 and AR3, group 1 4 KB for AR3: AR3 has AR2's outcome in
+        // the memo but another request, so it is asked again.
+        {"a later request differs", {1, 2, 3}, [](int g, double kb) { return kb == 3 ? (g == 0 ? 2.0 : 4.0) : kb; }},
+    };
+    for (const Case& c : cases) {
+        INFO(c.what);
+        TwoGroups f(c.requests_kb, c.flow_kb);
+        const SimResult stepwise = f.run(false);
+        const SimResult lockstep = f.run(true);
+        require_same_outcome(lockstep, stepwise);
+        CHECK(lockstep.events < stepwise.events);
+        // a, then per collective its latency, its flow (1 us a KB) and x_i.
+        for (const int g : {0, 1}) {
+            Time finish = us;
+            for (const double kb : c.requests_kb) finish += us + us * c.flow_kb(g, kb) + us;
+            CHECK(lockstep.ranks[2 * g].finish == finish);
+            CHECK(lockstep.ranks[2 * g + 1].finish == finish);
+        }
+    }
 }

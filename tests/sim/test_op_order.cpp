@@ -159,3 +159,39 @@ TEST_CASE("ordered_streams on long lists with rare communication matches its def
     // 390 compute ops apart: far more than one doubling step, so the search gallops.
     CHECK(longest_gap > 100);
 }
+
+// ExclusiveTransfers copies the analysis of one op list to another when same_order_inputs holds,
+// so it must hold only when the analyses agree: across changes ordered_streams does not read
+// (labels, sizes, one communication kind for another) it holds and the results are equal; a
+// changed dependency, stream or compute/communication kind makes it fail.
+TEST_CASE("same_order_inputs holds exactly across changes ordered_streams does not read", "[sim][op_order]") {
+    std::mt19937 rng(777);
+    for (int trial = 0; trial < 20; ++trial) {
+        const OpList list = training_like_list(rng, 400);
+        OpList relabelled = list;
+        for (Op& op : relabelled.ops) {
+            op.label += 7;
+            op.bytes = Bytes(op.bytes.value + 1.0);
+            op.flops = Flops(op.flops.value * 2.0);
+            if (op.kind == OpKind::AllReduce) op.kind = OpKind::AllGather;
+        }
+        REQUIRE(same_order_inputs(list, relabelled));
+        CHECK(ordered_streams(list) == ordered_streams(relabelled));
+
+        const std::size_t at = std::uniform_int_distribution<std::size_t>(1, list.ops.size() - 1)(rng);
+        OpList other_stream = list;
+        other_stream.ops[at].stream = static_cast<StreamId>((other_stream.ops[at].stream + 1) % kSparseStreams);
+        CHECK_FALSE(same_order_inputs(list, other_stream));
+        OpList other_kind = list;
+        other_kind.ops[at].kind = is_communication(list.ops[at].kind) ? OpKind::Gemm : OpKind::AllReduce;
+        CHECK_FALSE(same_order_inputs(list, other_kind));
+        if (!list.deps.empty()) {
+            OpList other_dep = list;
+            other_dep.deps.front() += 1;
+            CHECK_FALSE(same_order_inputs(list, other_dep));
+        }
+        OpList shorter = list;
+        shorter.ops.pop_back();
+        CHECK_FALSE(same_order_inputs(list, shorter));
+    }
+}

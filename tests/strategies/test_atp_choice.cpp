@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/layout.hpp"
 #include "strategies/tensor_modes/atp_choice.hpp"
+#include "strategies/tensor_modes/tensor_mesh.hpp"
 
 using namespace cuboid;
 
@@ -126,4 +128,18 @@ TEST_CASE("ATP choice: given mesh and order are kept") {
     CHECK(atp_candidates(sc, 16, build_comm_matrix(sc.cluster, hw::Catalog::load_builtin())).size() == 5);
     sc.parallel.atp_mesh = {3, 5};
     CHECK_THROWS_AS(choose_atp(sc, 16), InputError);
+}
+
+TEST_CASE("ATP choice: the validated layout keeps the chosen mesh and order, so builders need not choose again") {
+    // The case above chooses 8x2 row-first; with auto order the layout must carry RowFirst, which
+    // its axes alone cannot tell (program_builder and the CPU executor read the mesh from it).
+    const Scenario sc = atp_scenario(hw::IntraNodeKind::NvSwitch, 2, 1);
+    const hw::Catalog cat = hw::Catalog::load_builtin();
+    const Layout l = validate_plan(sc, cat);
+    const TensorMesh chosen = tensor_mesh_of(sc), stored = tensor_mesh_of(sc, l);
+    CHECK(chosen.order == AtpOrder::RowFirst);
+    CHECK(stored.mode == chosen.mode);
+    CHECK(stored.axes == chosen.axes);
+    CHECK(stored.order == chosen.order);
+    CHECK(tensor_mesh_of(sc, &cat).axes == chosen.axes);
 }

@@ -117,7 +117,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
     ctx.codes = decode_labels(tp.program);
     ctx.micro_batch = sc.training.micro_batch;
     ctx.sp = sc.parallel.sequence_parallel && l.tensor > 1;
-    const TensorMesh mesh = tensor_mesh_of(sc);
+    const TensorMesh mesh = tensor_mesh_of(sc, l);
     if (mesh.own_program() && mesh.mode == TensorMode::Atp) ctx.atp_column_axis = mesh.column_axis();
     // 2d keeps the activations between layers split over all t devices, which the embedding, the
     // head and the pipeline see as the sequence-parallel layout (LayerDims::set_mesh).
