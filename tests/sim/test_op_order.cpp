@@ -82,6 +82,23 @@ std::vector<std::vector<bool>> happens_before(const OpList& list) {
     return before;
 }
 
+// Checks ordered_streams' bits for communication op `o` against the definition: bit s is set
+// exactly when every op of stream s is ordered with o (`before`: happens_before(list)). Counts
+// the set and clear answers, so that callers can check both occur.
+void check_bits_of(const OpList& list, const std::vector<std::uint8_t>& ordered,
+                   const std::vector<std::vector<bool>>& before, std::size_t o, int streams, int& set_bits,
+                   int& clear_bits) {
+    for (int s = 0; s < streams; ++s) {
+        if (s == list.ops[o].stream) continue;
+        bool all = true;
+        for (std::size_t a = 0; a < list.ops.size(); ++a) {
+            if (list.ops[a].stream == s && !before[a][o] && !before[o][a]) all = false;
+        }
+        CHECK(((ordered[o] >> s) & 1U) == (all ? 1U : 0U));
+        (all ? set_bits : clear_bits) += 1;
+    }
+}
+
 }  // namespace
 
 TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are ordered with the op",
@@ -100,15 +117,7 @@ TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are orde
                 CHECK(ordered[o] == 0);
                 continue;
             }
-            for (int s = 0; s < kStreams; ++s) {
-                if (s == list.ops[o].stream) continue;
-                bool all = true;
-                for (std::size_t a = 0; a < list.ops.size(); ++a) {
-                    if (list.ops[a].stream == s && !before[a][o] && !before[o][a]) all = false;
-                }
-                CHECK(((ordered[o] >> s) & 1U) == (all ? 1U : 0U));
-                (all ? set_bits : clear_bits) += 1;
-            }
+            check_bits_of(list, ordered, before, o, kStreams, set_bits, clear_bits);
         }
     }
     // Both answers occur, so the comparison exercises each.
@@ -142,15 +151,7 @@ TEST_CASE("ordered_streams on long lists with rare communication matches its def
                 longest_gap = std::max(longest_gap, gap);
                 gap = 0;
             }
-            for (int s = 0; s < kSparseStreams; ++s) {
-                if (s == op.stream) continue;
-                bool all = true;
-                for (std::size_t a = 0; a < list.ops.size(); ++a) {
-                    if (list.ops[a].stream == s && !before[a][o] && !before[o][a]) all = false;
-                }
-                CHECK(((ordered[o] >> s) & 1U) == (all ? 1U : 0U));
-                (all ? set_bits : clear_bits) += 1;
-            }
+            check_bits_of(list, ordered, before, o, kSparseStreams, set_bits, clear_bits);
         }
     }
     CHECK(set_bits > 0);
