@@ -135,8 +135,12 @@ void DurationMemo::grow() {
     std::fill(hints_.begin(), hints_.end(), kNoHint);  // the slots moved
 }
 
+std::size_t DurationMemo::hint_index(const sim::Op& op) {
+    return 2 * std::size_t{op.label} + (op.kind == sim::OpKind::HostDispatch ? 1 : 0);
+}
+
 std::size_t& DurationMemo::hint_for(const sim::Op& op) {
-    const std::size_t i = 2 * std::size_t{op.label} + (op.kind == sim::OpKind::HostDispatch ? 1 : 0);
+    const std::size_t i = hint_index(op);
     if (i >= hints_.size()) [[unlikely]]
         hints_.resize(i + 1, kNoHint);
     return hints_[i];
@@ -166,7 +170,7 @@ void DurationMemo::append_durations(std::span<const sim::Op> ops, std::vector<Ti
     out.reserve(out.size() + ops.size());  // push_back, not resize: Time's resize sets each one apart
     for (const sim::Op& op : ops) {
         if (!sim::is_communication(op.kind)) {
-            const std::size_t i = 2 * std::size_t{op.label} + (op.kind == sim::OpKind::HostDispatch ? 1 : 0);
+            const std::size_t i = hint_index(op);
             if (i < hints_.size() && hints_[i] != kNoHint && slots_[hints_[i]].key.same_bits(op)) {
                 out.push_back(slots_[hints_[i]].time);
                 continue;

@@ -110,7 +110,8 @@ private:
     // "F.qkv" in every layer and micro-batch) are nearly always equal, and a dispatch op carries
     // its op's label, hence the two hints per label: a hit is one key comparison and no hash. A
     // hint is only a guess, confirmed by the full key, so it changes no result.
-    std::size_t& hint_for(const sim::Op& op);
+    static std::size_t hint_index(const sim::Op& op);
+    std::size_t& hint_for(const sim::Op& op);  // hints_[hint_index(op)], grown to hold it
 
     const ComputeModel& model_;
     // Open addressing with linear probing, at most half full: a lookup is one hash and usually

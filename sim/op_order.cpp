@@ -131,8 +131,8 @@ std::vector<std::uint8_t> ordered_streams(const OpList& list) {
 }
 
 bool same_order_inputs(const OpList& a, const OpList& b) {
-    if (a.ops.size() != b.ops.size() || a.deps != b.deps) return false;  // the dependencies first: cheap, and
-                                                                         // they tell most lists apart
+    // The dependencies first: one wide compare, and they tell most lists apart.
+    if (a.ops.size() != b.ops.size() || a.deps != b.deps) return false;
     for (std::size_t i = 0; i < a.ops.size(); ++i) {
         const Op& x = a.ops[i];
         const Op& y = b.ops[i];

@@ -7,9 +7,13 @@
 
 namespace cuboid::cli {
 
+std::shared_ptr<const hw::Catalog> parse_builtin_catalog() {
+    return std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+}
+
 NameResolvers builtin_name_resolvers() {
     // Parsed once per resolver set, shared by the copies of the lookup.
-    return builtin_name_resolvers(std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin()));
+    return builtin_name_resolvers(parse_builtin_catalog());
 }
 
 NameResolvers builtin_name_resolvers(std::shared_ptr<const hw::Catalog> catalog) {

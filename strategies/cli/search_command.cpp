@@ -50,7 +50,7 @@ int search_exit_code(const SearchResult& r, std::ostream& err) {
 int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err) {
     check_search_request(request);
     // The built-in catalog, parsed once: the name lookups and the hardware cache share it.
-    const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+    const auto catalog = parse_builtin_catalog();
     const auto names = builtin_name_resolvers(catalog);
     SearchScenario loaded = load_search_scenario(request.scenario_path, names);
     if (!loaded.scenario.sweep.empty())

@@ -173,7 +173,7 @@ int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult
 }
 
 int single_process(const SweepRequest& request, std::ostream& out, std::ostream& err) {
-    const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+    const auto catalog = parse_builtin_catalog();
     const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
     Outputs files = open_outputs(request);
     SweepResult r = prepared(base, request);
@@ -196,7 +196,7 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
     SweepShare mine;
     const auto start = std::chrono::steady_clock::now();
     try {
-        const auto catalog = std::make_shared<const hw::Catalog>(hw::Catalog::load_builtin());
+        const auto catalog = parse_builtin_catalog();
         const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
         if (mpi.rank() == 0) files = open_outputs(request);
         r = prepared(base, request);
