@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/cli/allocator_settings.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/json_result.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -163,6 +164,7 @@ constexpr const char* kUsage =
     "  --no-fold: simulate every rank (default: symmetry-folded, as cuboid sweep)\n";
 
 int main(int argc, char** argv) {
+    cuboid::cli::keep_freed_memory_for_reuse();  // as cuboid itself: the rate is that of cuboid sweep
     try {
         if (parse(argc, argv).help) {
             std::fputs(kUsage, stdout);

@@ -30,7 +30,9 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
         indexes_.emplace_back(program.op_lists[l], costs.durations[l], options.merge_compute_chains);
     }
     build_ranks();
-    if (options.exclusive_transfers) exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner);
+    if (options.exclusive_transfers) {
+        exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, input.uses);
+    }
     lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     last_plans_.resize(groups_.size());
     before_plans_.resize(groups_.size());

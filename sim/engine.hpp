@@ -28,12 +28,14 @@ namespace cuboid::sim {
 
 // What an engine runs: the op lists and labels of `program`, with ranks and groups that are the
 // program's own or those of a folded program (sim/fold.hpp), and the fingerprint key of each rank
-// (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys).
+// (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys), and the program's
+// communication uses if already known (symmetry.hpp).
 struct EngineInput {
     const Program& program;
     std::span<const RankProgram> ranks;
     std::span<const Group> groups;
     std::span<const std::uint64_t> rank_keys;
+    const CommUses* uses = nullptr;  // communication_uses(program), when the caller has it
 
     static EngineInput whole(const Program& p) { return {p, p.ranks, p.groups, {}}; }
 };

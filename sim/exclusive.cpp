@@ -14,10 +14,10 @@ namespace cuboid::sim {
 
 ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks,
                                        std::span<const Group> groups, const FlowNetwork& network,
-                                       TransferPlanner& planner)
+                                       TransferPlanner& planner, const CommUses* uses)
     : network_(&network) {
     try {
-        analyse(program, ranks, groups, planner);
+        analyse(program, ranks, groups, planner, uses != nullptr ? *uses : communication_uses(program));
     } catch (const std::exception&) {
         // Not proved: nothing qualifies, and the run meets the error where it arises.
         known_.assign(groups.size(), {});
@@ -27,7 +27,7 @@ ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const R
 }
 
 void ExclusiveTransfers::analyse(const Program& program, std::span<const RankProgram> ranks,
-                                 std::span<const Group> groups, TransferPlanner& planner) {
+                                 std::span<const Group> groups, TransferPlanner& planner, const CommUses& uses) {
     known_.assign(groups.size(), {});
     has_exclusive_.assign(groups.size(), false);
     link_users_.assign(network_->link_count(), {});
@@ -35,17 +35,19 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
     conditions_.clear();
     ordered_.assign(program.op_lists.size(), {});
     // Per op list and slot: the streams its communication ops use, one bit each.
+    if (uses.size() != program.op_lists.size()) {
+        throw std::logic_error("exclusive transfers: one use list per op list expected");
+    }
     slot_streams_.assign(program.op_lists.size(), {});
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        for (const Op& op : program.op_lists[l].ops) {
-            if (!is_communication(op.kind)) continue;
+        for (const CommUse& u : uses[l]) {
             auto& streams = slot_streams_[l];
-            if (op.group_slot >= streams.size()) streams.resize(op.group_slot + 1U, 0);
-            streams[op.group_slot] = static_cast<std::uint8_t>(streams[op.group_slot] | (1U << (op.stream & 7U)));
+            if (u.slot >= streams.size()) streams.resize(u.slot + 1U, 0);
+            streams[u.slot] = static_cast<std::uint8_t>(streams[u.slot] | (1U << (u.stream & 7U)));
         }
     }
     // (a): plan everything first, then record who uses each link.
-    for (const TransferRequest& q : possible_requests(program, ranks, groups)) {
+    for (const TransferRequest& q : possible_requests(program, ranks, groups, uses)) {
         const TransferPlan* plan = &planner.plan(q);
         auto& known = known_[q.group];
         if (std::none_of(known.begin(), known.end(), [plan](const Known& k) { return k.plan == plan; })) {

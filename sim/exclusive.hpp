@@ -29,6 +29,7 @@
 #include "sim/flow_network.hpp"
 #include "sim/program.hpp"
 #include "sim/rendezvous.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/transfer.hpp"
 
 namespace cuboid::sim {
@@ -48,8 +49,9 @@ public:
 
     // Plans every possible request of `ranks` (running the op lists of `program`) on `groups`.
     // Whatever fails (a planner error, say) leaves nothing qualified: the run then meets it itself.
+    // `uses`: communication_uses(program) when the caller has it (else computed here).
     ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                       const FlowNetwork& network, TransferPlanner& planner);
+                       const FlowNetwork& network, TransferPlanner& planner, const CommUses* uses = nullptr);
 
     // The closed form for an instance of `group` planned as `plan`; nullopt: use the network.
     // Throws std::logic_error when a plan outside the enumerated requests uses a link of a
@@ -80,7 +82,7 @@ private:
     };
 
     void analyse(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                 TransferPlanner& planner);
+                 TransferPlanner& planner, const CommUses& uses);
     std::vector<bool> serial_groups(std::span<const RankProgram> ranks) const;
     std::optional<Shortcut> closed_form(std::uint32_t group, const TransferPlan& plan);
     bool add_conditions(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,

@@ -224,13 +224,22 @@ void FlowNetwork::water_fill() {
             ++L.unfrozen;
         }
     }
+    // Links whose flows have all frozen take no further part: each round drops them from
+    // comp_links_, keeping the order of the rest, so that later rounds scan only the links still
+    // rising (a data-parallel ring crosses a hundred links and freezes first, and the flows left
+    // beside it cross a few). The order kept, every round visits and freezes as before, in the
+    // same arithmetic.
     std::size_t left = comp_flows_.size();
     while (left > 0) {
         double level = std::numeric_limits<double>::infinity();
+        std::size_t kept = 0;
         for (const LinkId l : comp_links_) {
             const LinkState& L = links_[l];
-            if (L.unfrozen > 0) level = std::min(level, std::max(L.free, 0.0) / L.weight);
+            if (L.unfrozen == 0) continue;
+            level = std::min(level, std::max(L.free, 0.0) / L.weight);
+            comp_links_[kept++] = l;
         }
+        comp_links_.resize(kept);
         assert(std::isfinite(level));
         const std::size_t frozen = freeze_saturated(level);
         assert(frozen > 0);

@@ -118,7 +118,7 @@ private:
     std::vector<FlowId> free_ids_;
     std::vector<FlowCompletion> completions_;
     std::vector<FlowId> comp_flows_;   // scratch: the component being re-shared
-    std::vector<LinkId> comp_links_;
+    std::vector<LinkId> comp_links_;   // water_fill() narrows it to the links still rising
     std::vector<double> old_rates_;
     std::uint32_t epoch_ = 0;
     std::size_t active_ = 0;

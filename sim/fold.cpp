@@ -163,7 +163,8 @@ std::optional<SimResult> simulate_folded(const Program& program, const ProgramCo
     try {
         ProgramSymmetry sym = program_symmetry(program, options.fold_generators);
         if (sym.generators.empty()) return std::nullopt;
-        std::vector<TransferRequest> requests = possible_requests(program);
+        const CommUses uses = communication_uses(program);  // for the requests of both analyses
+        std::vector<TransferRequest> requests = possible_requests(program, program.ranks, program.groups, uses);
         const NetworkSymmetry net = network_symmetry(program, sym, requests, links, planner);
         if (net.accepted.empty()) return std::nullopt;
         if (net.accepted.size() < sym.generators.size()) {
@@ -175,7 +176,8 @@ std::optional<SimResult> simulate_folded(const Program& program, const ProgramCo
         const auto fp = fold_program(program, sym);
         if (!fp || fp->reps.size() == program.ranks.size()) return std::nullopt;
         QuotientPlanner quotient(program, *fp, sym, net, std::move(requests), planner);
-        Engine engine(EngineInput{program, fp->ranks, fp->groups, fp->keys}, costs, links, quotient, {}, options);
+        const EngineInput input{program, fp->ranks, fp->groups, fp->keys, &uses};
+        Engine engine(input, costs, links, quotient, {}, options);
         return unfold(engine.run(), *fp, program.ranks.size());
     } catch (const std::exception&) {
         return std::nullopt;  // a broken fold, or an error the full simulation will report

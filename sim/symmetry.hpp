@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "sim/program.hpp"
@@ -47,6 +48,25 @@ struct ProgramSymmetry {
 // Keeps the candidates that are permutations of the ranks and map the program onto itself.
 ProgramSymmetry program_symmetry(const Program& program, std::span<const RankMap> candidates);
 
+// A communication op's use of its list's group slots: what a request depends on besides the rank
+// (the stream, for ExclusiveTransfers, which needs the streams that post to each slot).
+struct CommUse {
+    std::uint16_t slot = 0;
+    OpKind kind = OpKind::AllReduce;
+    StreamId stream = 0;
+    double bytes = 0.0;
+    bool operator<(const CommUse& o) const {
+        return std::tie(slot, kind, stream, bytes) < std::tie(o.slot, o.kind, o.stream, o.bytes);
+    }
+    bool operator==(const CommUse& o) const {
+        return slot == o.slot && kind == o.kind && stream == o.stream && bytes == o.bytes;
+    }
+};
+// Per op list, its distinct uses, sorted: one pass over every op of the program, which folding
+// and the exclusive-transfer analysis both need (simulate_folded computes it once for the two).
+using CommUses = std::vector<std::vector<CommUse>>;
+CommUses communication_uses(const Program& program);
+
 // Every request a simulation of `program` can make, without duplicates: per rank and distinct
 // communication op of its list, the group its slot names, the kind (a Send/Recv pair asks as Send),
 // the bytes, and the source the executor passes (the sender of a pair, else the group's first rank).
@@ -54,6 +74,9 @@ std::vector<TransferRequest> possible_requests(const Program& program);
 // The same for the op lists of `program` run by `ranks` on `groups` (a folded program's).
 std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
                                                std::span<const Group> groups);
+// The same from the program's uses, computed before.
+std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
+                                               std::span<const Group> groups, const CommUses& uses);
 
 struct NetworkSymmetry {
     std::vector<std::size_t> accepted;      // indices of the generators of the program symmetry that pass

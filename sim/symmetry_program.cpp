@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "sim/symmetry.hpp"
@@ -76,18 +77,9 @@ std::vector<std::uint32_t> map_groups(const Program& p, const RankMap& g) {
     return image;
 }
 
-// A communication op's use of its list's group slots: what a request depends on besides the rank.
-struct Use {
-    std::uint16_t slot;
-    OpKind kind;
-    double bytes;
-    bool operator<(const Use& o) const { return std::tie(slot, kind, bytes) < std::tie(o.slot, o.kind, o.bytes); }
-    bool operator==(const Use& o) const { return slot == o.slot && kind == o.kind && bytes == o.bytes; }
-};
-
 // The distinct uses of a list, as indices into the vector that holds them, in an open-addressed
 // table: a lookup is a multiply and a compare or two, where a node-based set allocates and hashes
-// the bytes through the library. Equality is Use's ==, so 0.0 and -0.0 are one use, and a NaN is
+// the bytes through the library. Equality is CommUse's ==, so 0.0 and -0.0 are one use, and a NaN is
 // new each time (as it was for std::unordered_set).
 class UseSet {
 public:
@@ -96,7 +88,7 @@ public:
         size_ = 0;
     }
     // False when `u` is among `held` already; true when it is new (the caller appends it).
-    bool insert(const Use& u, const std::vector<Use>& held) {
+    bool insert(const CommUse& u, const std::vector<CommUse>& held) {
         if (u.bytes != u.bytes) return true;  // NaN equals nothing
         if (2 * (size_ + 1) > slots_.size()) grow(held);
         const std::size_t mask = slots_.size() - 1;
@@ -112,15 +104,17 @@ public:
 
 private:
     static constexpr std::uint32_t kEmpty = 0xffffffffU;
-    static std::size_t hash(const Use& u) {
+    static std::size_t hash(const CommUse& u) {
         const double b = u.bytes == 0.0 ? 0.0 : u.bytes;  // consistent with ==
-        std::uint64_t key = std::bit_cast<std::uint64_t>(b) ^ (std::uint64_t{u.slot} << 8 | static_cast<std::uint64_t>(u.kind));
+        const std::uint64_t fields =
+            std::uint64_t{u.slot} << 16 | std::uint64_t{u.stream} << 8 | static_cast<std::uint64_t>(u.kind);
+        std::uint64_t key = std::bit_cast<std::uint64_t>(b) ^ fields;
         // The bits of a double that vary are its high ones: fold them down before mixing.
         key ^= key >> 29;
         key *= 0x9E3779B97F4A7C15ULL;
         return static_cast<std::size_t>(key ^ (key >> 32));
     }
-    void grow(const std::vector<Use>& held) {
+    void grow(const std::vector<CommUse>& held) {
         std::vector<std::uint32_t> old(slots_.size() * 2, kEmpty);
         old.swap(slots_);
         const std::size_t mask = slots_.size() - 1;
@@ -136,13 +130,13 @@ private:
 };
 
 // The distinct uses of the communication ops of `list`, sorted.
-std::vector<Use> distinct_uses(const OpList& list, UseSet& seen) {
-    std::vector<Use> uses;
+std::vector<CommUse> distinct_uses(const OpList& list, UseSet& seen) {
+    std::vector<CommUse> uses;
     seen.clear();
     const auto communication = [](const Op& op) { return is_communication(op.kind); };
     for (auto op = std::find_if(list.ops.begin(), list.ops.end(), communication); op != list.ops.end();
          op = std::find_if(op + 1, list.ops.end(), communication)) {
-        const Use u{op->group_slot, op->kind, op->bytes.value};
+        const CommUse u{op->group_slot, op->kind, op->stream, op->bytes.value};
         if (seen.insert(u, uses)) uses.push_back(u);
     }
     std::sort(uses.begin(), uses.end());
@@ -200,18 +194,30 @@ std::vector<TransferRequest> possible_requests(const Program& program) {
     return possible_requests(program, program.ranks, program.groups);
 }
 
-std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
-                                               std::span<const Group> groups) {
-    // A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
-    // through a hash set before sorting, instead of sorting them all.
-    std::vector<std::vector<Use>> uses(program.op_lists.size());
+// A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
+// through a hash set before sorting, instead of sorting them all.
+CommUses communication_uses(const Program& program) {
+    CommUses uses(program.op_lists.size());
     UseSet seen;
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) uses[l] = distinct_uses(program.op_lists[l], seen);
+    return uses;
+}
+
+std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
+                                               std::span<const Group> groups) {
+    return possible_requests(program, ranks, groups, communication_uses(program));
+}
+
+std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
+                                               std::span<const Group> groups, const CommUses& uses) {
+    if (uses.size() != program.op_lists.size()) {
+        throw std::logic_error("possible requests: one use list per op list expected");
+    }
     std::vector<TransferRequest> requests;
     for (std::uint32_t r = 0; r < ranks.size(); ++r) {
         const RankProgram& rp = ranks[r];
         if (rp.op_list >= uses.size()) continue;  // the simulation reports it
-        for (const Use& u : uses[rp.op_list]) {
+        for (const CommUse& u : uses[rp.op_list]) {
             if (u.slot >= rp.groups.size() || rp.groups[u.slot] >= groups.size()) continue;
             const Group& G = groups[rp.groups[u.slot]];
             if (G.ranks.empty()) continue;

@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "strategies/cli/allocator_settings.hpp"
 #include "strategies/cli/cli_main.hpp"
 
 int main(int argc, char** argv) {
+    cuboid::cli::keep_freed_memory_for_reuse();
     const std::vector<std::string> args(argv + 1, argv + argc);
     return cuboid::cli::cuboid_main(args, std::cout, std::cerr);
 }

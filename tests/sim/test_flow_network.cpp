@@ -3,6 +3,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "sim/event_queue.hpp"
@@ -97,6 +98,34 @@ TEST_CASE("water-filling over three flows and two links", "[sim][flow_network]")
     CHECK(d.net.rate(a).value == Approx(2e9));
     CHECK(d.net.rate(c).value == Approx(2e9));
     CHECK(d.net.rate(b).value == Approx(8e9));
+}
+
+TEST_CASE("water-filling in three rounds beside a long flow that freezes first", "[sim][flow_network]") {
+    // A crosses ten links (a data-parallel ring, say), the first of 1 GB/s; the others are
+    // 10 GB/s, but for link 10 (6 GB/s). B is on link 5 with A and C; C also on link 10 with D.
+    // Round 1: level min(1/1, 10/3, 6/2) = 1, A freezes on link 0 and its other nine links leave
+    // the filling. Round 2: link 5 offers (10 - 1)/2 = 4.5, link 10 6/2 = 3: C and D freeze at 3.
+    // Round 3: link 5 has 10 - 1 - 3 = 6 GB/s left for B alone.
+    std::vector<Link> links;
+    for (int i = 0; i < 11; ++i) {
+        const double gbps = i == 0 ? 1.0 : i == 10 ? 6.0 : 10.0;
+        links.push_back({std::to_string(i), gigabytes_per_second(gbps)});
+    }
+    Driver d(links);
+    std::vector<LinkUse> ring;
+    for (LinkId l = 0; l < 10; ++l) ring.push_back({l, 1.0});
+    const FlowId a = d.start(ring, 1e9);
+    const FlowId b = d.start({{5, 1.0}}, 1e9);
+    const FlowId c = d.start({{5, 1.0}, {10, 1.0}}, 1e9);
+    const FlowId e = d.start({{10, 1.0}}, 1e9);
+    CHECK(d.net.rate(a).value == Approx(1e9));
+    CHECK(d.net.rate(c).value == Approx(3e9));
+    CHECK(d.net.rate(e).value == Approx(3e9));
+    CHECK(d.net.rate(b).value == Approx(6e9));
+    // C and D end first (1 GB at 3 GB/s); B then has 9 GB/s for the rest.
+    const auto done = d.run();
+    CHECK(done.at(c) == done.at(e));
+    CHECK(done.at(b) < done.at(a));
 }
 
 TEST_CASE("a flow that ends early leaves its share to the others", "[sim][flow_network]") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "sim/symmetry.hpp"
@@ -76,4 +77,25 @@ TEST_CASE("possible_requests lists each request once, sorted, past the first tab
             CHECK(std::find(requests.begin(), requests.end(), q) != requests.end());
         }
     }
+}
+
+TEST_CASE("communication_uses: the distinct uses per op list, shared by both request analyses", "[sim][symmetry]") {
+    Program p = two_rank_program();
+    // One more all-reduce of a size seen before, on another stream: a use of its own (the
+    // exclusive-transfer analysis needs the streams that post to a slot), the same request.
+    Op other = comm(OpKind::AllReduce, 0, 1024.0);
+    other.stream = stream::kTensorComm;
+    OpListBuilder(p.op_lists[0]).add(other);
+    const CommUses uses = communication_uses(p);
+    REQUIRE(uses.size() == 1);
+    // 81 all-reduce sizes (zeros are one), 3 sends and 3 receives, and the one on its own stream.
+    CHECK(uses[0].size() == 88);
+    CHECK(std::is_sorted(uses[0].begin(), uses[0].end()));
+    CHECK(std::adjacent_find(uses[0].begin(), uses[0].end()) == uses[0].end());
+    CHECK(std::count_if(uses[0].begin(), uses[0].end(), [](const CommUse& u) { return u.stream != 0; }) == 1);
+    // Requests from uses computed before equal those computed from the ops: the stream adds none.
+    const auto from_uses = possible_requests(p, p.ranks, p.groups, uses);
+    CHECK(from_uses == possible_requests(p));
+    CHECK(from_uses.size() == 87);
+    CHECK_THROWS_AS(possible_requests(p, p.ranks, p.groups, CommUses{}), std::logic_error);
 }

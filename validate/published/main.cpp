@@ -20,6 +20,7 @@
 #include <map>
 #include <thread>
 
+#include "strategies/cli/allocator_settings.hpp"
 #include "validate/published/host_estimate.hpp"
 #include "validate/published/published_check.hpp"
 #include "validate/published/statistics.hpp"
@@ -110,6 +111,7 @@ int print_host_estimate(const CheckOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    cuboid::cli::keep_freed_memory_for_reuse();
     CheckOptions options;
     std::string only, csv;
     bool enforce = false, estimate_host = false;
