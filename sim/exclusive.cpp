@@ -34,10 +34,10 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
     link_stamp_.assign(network_->link_count(), 0);
     conditions_.clear();
     ordered_.assign(program.op_lists.size(), {});
-    // Per op list and slot: the streams its communication ops use, one bit each.
     if (uses.size() != program.op_lists.size()) {
         throw std::logic_error("exclusive transfers: one use list per op list expected");
     }
+    // Per op list and slot: the streams its communication ops use, one bit each.
     slot_streams_.assign(program.op_lists.size(), {});
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
         for (const CommUse& u : uses[l]) {

@@ -79,8 +79,8 @@ std::vector<std::uint32_t> map_groups(const Program& p, const RankMap& g) {
 
 // The distinct uses of a list, as indices into the vector that holds them, in an open-addressed
 // table: a lookup is a multiply and a compare or two, where a node-based set allocates and hashes
-// the bytes through the library. Equality is CommUse's ==, so 0.0 and -0.0 are one use, and a NaN is
-// new each time (as it was for std::unordered_set).
+// the bytes through the library. Equality is CommUse's ==, so 0.0 and -0.0 are one use, and a NaN
+// is new each time (as it was for std::unordered_set).
 class UseSet {
 public:
     void clear() {
