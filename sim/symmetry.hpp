@@ -71,10 +71,8 @@ CommUses communication_uses(const Program& program);
 // communication op of its list, the group its slot names, the kind (a Send/Recv pair asks as Send),
 // the bytes, and the source the executor passes (the sender of a pair, else the group's first rank).
 std::vector<TransferRequest> possible_requests(const Program& program);
-// The same for the op lists of `program` run by `ranks` on `groups` (a folded program's).
-std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
-                                               std::span<const Group> groups);
-// The same from the program's uses, computed before.
+// The same for the op lists of `program` run by `ranks` on `groups` (a folded program's), from
+// the program's uses, computed before.
 std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
                                                std::span<const Group> groups, const CommUses& uses);
 

@@ -191,7 +191,7 @@ bool operator==(const TransferRequest& a, const TransferRequest& b) {
 }
 
 std::vector<TransferRequest> possible_requests(const Program& program) {
-    return possible_requests(program, program.ranks, program.groups);
+    return possible_requests(program, program.ranks, program.groups, communication_uses(program));
 }
 
 // A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
@@ -201,11 +201,6 @@ CommUses communication_uses(const Program& program) {
     UseSet seen;
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) uses[l] = distinct_uses(program.op_lists[l], seen);
     return uses;
-}
-
-std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
-                                               std::span<const Group> groups) {
-    return possible_requests(program, ranks, groups, communication_uses(program));
 }
 
 std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
