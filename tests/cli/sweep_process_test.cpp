@@ -125,14 +125,20 @@ TEST_CASE("a failing rank: its message, a non-zero exit, the gathered rows writt
 }
 
 TEST_CASE("SIGINT stops a sweep: the rows so far, marked partial, exit 130", "[signal]") {
-    // 20 copies of one 8-GPU plan (only the name differs) with 64 micro-batches each, so every
-    // point takes the same time (about 0.15 s here); a signal 0.5 s into the sweep finds points
-    // done and left.
+    // 40 copies of one 8-GPU plan (only the name differs) with 1,024 micro-batches, so
+    // every point takes the same time (about 0.2 s on the 2-core development machine, the whole
+    // sweep about 8 s); a signal 0.5 s into the sweep finds points done and left. With points of
+    // 64 micro-batches the sweep came to end before the signal once the simulator got faster.
+    constexpr int kPoints = 40;
     const std::string file = temp("signal.yaml");
-    std::ofstream(file) << "name: x\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n  nodes: 1\n"
-                           "  gpus_per_node: 8\ntraining:\n  global_batch: 128\nparallel:\n  tensor: 4\n"
-                           "  pipeline: 2\n  recompute: full\nsweep:\n  name: [p01, p02, p03, p04, p05, p06, p07, "
-                           "p08, p09, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20]\n";
+    {
+        std::ofstream yaml(file);
+        yaml << "name: x\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n  nodes: 1\n"
+                "  gpus_per_node: 8\ntraining:\n  global_batch: 1024\nparallel:\n  tensor: 4\n"
+                "  pipeline: 2\n  recompute: full\nsweep:\n  name: [";
+        for (int i = 1; i <= kPoints; ++i) yaml << (i > 1 ? ", " : "") << 'p' << i;
+        yaml << "]\n";
+    }
     const std::string csv = temp("int.csv");
     // The signal goes once the sweep has installed its handler (bit 2 of SigCgt, SIGINT, in
     // /proc), then half a second later: a fixed delay from the start would, on a loaded machine,
@@ -154,8 +160,8 @@ TEST_CASE("SIGINT stops a sweep: the rows so far, marked partial, exit 130", "[s
     const std::string text = slurp(csv);
     REQUIRE(text.rfind("# partial: ", 0) == 0);
     const int done = std::stoi(text.substr(11));
-    CHECK(done < 20);
-    CHECK(text.find(" of 20 points done (interrupted by SIGINT)") != std::string::npos);
+    CHECK(done < kPoints);
+    CHECK(text.find(" of " + std::to_string(kPoints) + " points done (interrupted by SIGINT)") != std::string::npos);
     // The comment, the header, one row per point done.
     CHECK(std::count(text.begin(), text.end(), '\n') == done + 2);
 }
