@@ -43,7 +43,7 @@ FlopsPerSecond ComputeModel::gemm_rate(const sim::Op& op) const {
         const std::int64_t rows = op.shape.m * std::max<std::int64_t>(op.shape.batch, 1);
         if (auto r = profile_->gemm_rate(op.precision, rows, op.shape.n, op.shape.k)) return *r;
     }
-    const double eff = gpu_.gemm_curve(op.precision).at(op.flops.value) * shape_factor(op.shape);
+    const double eff = gpu_.gemm_curve(op.precision).at(op.flops.value) * shape_factor(op.shape.unpacked());
     return peak * eff;
 }
 
@@ -90,11 +90,11 @@ bool DurationMemo::Key::matches(const sim::Op& op) const {
 }
 
 bool DurationMemo::Key::same_bits(const sim::Op& op) const {
-    static_assert(sizeof(sim::GemmShape) == 4 * sizeof(std::int64_t));
+    static_assert(sizeof(sim::PackedGemmShape) == 4 * sizeof(std::int32_t));
     return kind == op.kind && category == op.category && precision == op.precision &&
            std::memcmp(&flops, &op.flops.value, sizeof(double)) == 0 &&
            std::memcmp(&bytes, &op.bytes.value, sizeof(double)) == 0 &&
-           std::memcmp(&shape, &op.shape, sizeof(sim::GemmShape)) == 0;
+           std::memcmp(&shape, &op.shape, sizeof(sim::PackedGemmShape)) == 0;
 }
 
 // Bits of a double for hashing; -0 and +0 compare equal, so they must hash alike.

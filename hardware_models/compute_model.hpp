@@ -84,7 +84,7 @@ public:
         sim::Precision precision = sim::Precision::Bf16;
         double flops = 0.0;
         double bytes = 0.0;
-        sim::GemmShape shape{};
+        sim::PackedGemmShape shape{};
 
         static Key of(const sim::Op& op);
         bool matches(const sim::Op& op) const;

@@ -22,16 +22,17 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
       network_(links),
       rendezvous_(input.program, input.groups, input.ranks) {
     const Program& program = input.program;
-    if (costs.durations.size() != program.op_lists.size()) {
-        throw std::logic_error("program costs: one duration list per op list expected");
-    }
-    indexes_.reserve(program.op_lists.size());
-    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        indexes_.emplace_back(program.op_lists[l], costs.durations[l], options.merge_compute_chains);
+    if (input.indexes.empty()) {
+        own_indexes_ = index_op_lists(program, costs, options.merge_compute_chains);
+        indexes_ = own_indexes_;
+    } else if (input.indexes.size() != program.op_lists.size()) {
+        throw std::logic_error("engine: one op-list index per op list expected");
+    } else {
+        indexes_ = input.indexes;
     }
     build_ranks();
     if (options.exclusive_transfers) {
-        exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, input.uses);
+        exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, input.uses, indexes_);
     }
     lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     last_plans_.resize(groups_.size());

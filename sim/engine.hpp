@@ -29,13 +29,15 @@ namespace cuboid::sim {
 // What an engine runs: the op lists and labels of `program`, with ranks and groups that are the
 // program's own or those of a folded program (sim/fold.hpp), and the fingerprint key of each rank
 // (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys), and the program's
-// communication uses if already known (symmetry.hpp).
+// communication uses and op-list indexes if already built (symmetry.hpp, op_list_index.hpp).
 struct EngineInput {
     const Program& program;
     std::span<const RankProgram> ranks;
     std::span<const Group> groups;
     std::span<const std::uint64_t> rank_keys;
     const CommUses* uses = nullptr;  // communication_uses(program), when the caller has it
+    // index_op_lists(program, costs, SimOptions::merge_compute_chains), when the caller has them.
+    std::span<const OpListIndex> indexes;
 
     static EngineInput whole(const Program& p) { return {p, p.ranks, p.groups, {}}; }
 };
@@ -223,7 +225,8 @@ private:
     TransferPlanner& planner_;
     std::span<SimObserver* const> observers_;
     bool observe_ = false;
-    std::vector<OpListIndex> indexes_;
+    std::vector<OpListIndex> own_indexes_;     // built here when the input has none
+    std::span<const OpListIndex> indexes_;     // one per op list: the input's or own_indexes_
     std::vector<RankState> ranks_;
     std::vector<SlotRef> slot_refs_;
     EventQueue<Payload> queue_;

@@ -14,10 +14,15 @@ namespace cuboid::sim {
 
 ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks,
                                        std::span<const Group> groups, const FlowNetwork& network,
-                                       TransferPlanner& planner, const CommUses* uses)
+                                       TransferPlanner& planner, const CommUses* uses,
+                                       std::span<const OpListIndex> indexes)
     : network_(&network) {
     try {
-        analyse(program, ranks, groups, planner, uses != nullptr ? *uses : communication_uses(program));
+        analyse(program, ranks, groups, planner,
+                uses != nullptr      ? *uses
+                : indexes.empty()    ? communication_uses(program)
+                                     : communication_uses(indexes),
+                indexes);
     } catch (const std::exception&) {
         // Not proved: nothing qualifies, and the run meets the error where it arises.
         known_.assign(groups.size(), {});
@@ -27,7 +32,8 @@ ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const R
 }
 
 void ExclusiveTransfers::analyse(const Program& program, std::span<const RankProgram> ranks,
-                                 std::span<const Group> groups, TransferPlanner& planner, const CommUses& uses) {
+                                 std::span<const Group> groups, TransferPlanner& planner, const CommUses& uses,
+                                 std::span<const OpListIndex> indexes) {
     known_.assign(groups.size(), {});
     has_exclusive_.assign(groups.size(), false);
     link_users_.assign(network_->link_count(), {});
@@ -72,7 +78,7 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
         if (!serial[g]) continue;
         for (Known& k : known_[g]) {
             auto shortcut = closed_form(g, *k.plan);
-            if (!shortcut || !add_conditions(program, ranks, groups, g, *k.plan, *shortcut)) continue;
+            if (!shortcut || !add_conditions(program, ranks, groups, g, *k.plan, *shortcut, indexes)) continue;
             k.exclusive = true;
             k.shortcut = *shortcut;
             has_exclusive_[g] = true;
@@ -85,7 +91,7 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
 // list tells per instance whether the two can overlap (op_order.hpp). False when one has none.
 bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const RankProgram> ranks,
                                         std::span<const Group> groups, std::uint32_t group, const TransferPlan& plan,
-                                        Shortcut& shortcut) {
+                                        Shortcut& shortcut, std::span<const OpListIndex> indexes) {
     std::vector<std::uint32_t> others;
     for (const TransferPhase& ph : plan.phases) {
         for (const Flow& f : ph.flows) {
@@ -113,7 +119,7 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
         for (std::size_t k = 0; k < rp.groups.size() && k < per_slot.size(); ++k) {
             if (rp.groups[k] == h) streams = static_cast<std::uint8_t>(streams | per_slot[k]);
         }
-        if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordering_of(program, rp.op_list);
+        if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordering_of(program, rp.op_list, indexes);
         conditions_.push_back({static_cast<std::uint32_t>(common - members.begin()), rp.op_list, streams});
     }
     shortcut.last_condition = static_cast<std::uint32_t>(conditions_.size());
@@ -122,12 +128,13 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
 
 // ordered_streams() of op list `l`, copied from an op list analysed before when the two agree in
 // everything it reads (same_order_inputs).
-std::vector<std::uint8_t> ExclusiveTransfers::ordering_of(const Program& program, std::uint32_t l) const {
+std::vector<std::uint8_t> ExclusiveTransfers::ordering_of(const Program& program, std::uint32_t l,
+                                                          std::span<const OpListIndex> indexes) const {
     const OpList& list = program.op_lists[l];
     for (std::size_t k = 0; k < ordered_.size(); ++k) {
         if (k != l && !ordered_[k].empty() && same_order_inputs(program.op_lists[k], list)) return ordered_[k];
     }
-    return ordered_streams(list);
+    return indexes.empty() ? ordered_streams(list) : ordered_streams(indexes[l]);
 }
 
 bool ExclusiveTransfers::holds(const Shortcut& shortcut, std::span<const MemberOp> ops) const {

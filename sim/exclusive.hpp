@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sim/flow_network.hpp"
+#include "sim/op_list_index.hpp"
 #include "sim/program.hpp"
 #include "sim/rendezvous.hpp"
 #include "sim/symmetry.hpp"
@@ -49,9 +50,11 @@ public:
 
     // Plans every possible request of `ranks` (running the op lists of `program`) on `groups`.
     // Whatever fails (a planner error, say) leaves nothing qualified: the run then meets it itself.
-    // `uses`: communication_uses(program) when the caller has it (else computed here).
+    // `uses`: communication_uses(program) when the caller has it (else computed here); `indexes`:
+    // one OpListIndex per op list when the caller has them (else the analysis reads the lists).
     ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                       const FlowNetwork& network, TransferPlanner& planner, const CommUses* uses = nullptr);
+                       const FlowNetwork& network, TransferPlanner& planner, const CommUses* uses = nullptr,
+                       std::span<const OpListIndex> indexes = {});
 
     // The closed form for an instance of `group` planned as `plan`; nullopt: use the network.
     // Throws std::logic_error when a plan outside the enumerated requests uses a link of a
@@ -82,13 +85,15 @@ private:
     };
 
     void analyse(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                 TransferPlanner& planner, const CommUses& uses);
+                 TransferPlanner& planner, const CommUses& uses, std::span<const OpListIndex> indexes);
     std::vector<bool> serial_groups(std::span<const RankProgram> ranks) const;
     std::optional<Shortcut> closed_form(std::uint32_t group, const TransferPlan& plan);
     bool add_conditions(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                        std::uint32_t group, const TransferPlan& plan, Shortcut& shortcut);
+                        std::uint32_t group, const TransferPlan& plan, Shortcut& shortcut,
+                        std::span<const OpListIndex> indexes);
     void check_unknown(std::uint32_t group, const TransferPlan& plan) const;
-    std::vector<std::uint8_t> ordering_of(const Program& program, std::uint32_t op_list) const;
+    std::vector<std::uint8_t> ordering_of(const Program& program, std::uint32_t op_list,
+                                          std::span<const OpListIndex> indexes) const;
 
     const FlowNetwork* network_ = nullptr;
     std::vector<std::vector<std::uint32_t>> link_users_;  // groups whose plans use the link, ascending

@@ -159,11 +159,11 @@ std::optional<FoldedProgram> fold_program(const Program& program, const ProgramS
 
 std::optional<SimResult> simulate_folded(const Program& program, const ProgramCosts& costs,
                                          std::span<const Link> links, TransferPlanner& planner,
-                                         const SimOptions& options) {
+                                         const SimOptions& options, std::span<const OpListIndex> indexes) {
     try {
         ProgramSymmetry sym = program_symmetry(program, options.fold_generators);
         if (sym.generators.empty()) return std::nullopt;
-        const CommUses uses = communication_uses(program);  // for the requests of both analyses
+        const CommUses uses = communication_uses(indexes);  // for the requests of both analyses
         std::vector<TransferRequest> requests = possible_requests(program, program.ranks, program.groups, uses);
         const NetworkSymmetry net = network_symmetry(program, sym, requests, links, planner);
         if (net.accepted.empty()) return std::nullopt;
@@ -176,7 +176,7 @@ std::optional<SimResult> simulate_folded(const Program& program, const ProgramCo
         const auto fp = fold_program(program, sym);
         if (!fp || fp->reps.size() == program.ranks.size()) return std::nullopt;
         QuotientPlanner quotient(program, *fp, sym, net, std::move(requests), planner);
-        const EngineInput input{program, fp->ranks, fp->groups, fp->keys, &uses};
+        const EngineInput input{program, fp->ranks, fp->groups, fp->keys, &uses, indexes};
         Engine engine(input, costs, links, quotient, {}, options);
         return unfold(engine.run(), *fp, program.ranks.size());
     } catch (const std::exception&) {

@@ -13,4 +13,14 @@ struct MemoryPeak {
 
 MemoryPeak peak_memory(const OpList& list);
 
+// What a run's figures read from every op of a list, in one walk: the memory peak and the FLOPs
+// of its GEMMs. A list of a 1,024-GPU plan has tens of thousands of 64-byte ops, so a walk is a
+// pass over megabytes, and two walks cost twice one.
+struct OpListTotals {
+    MemoryPeak memory;
+    Flops gemm_flops{0.0};
+};
+
+OpListTotals op_list_totals(const OpList& list);
+
 }  // namespace cuboid::sim

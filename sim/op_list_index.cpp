@@ -61,11 +61,13 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         awaited[s] = awaited_by[s].data();
     }
     position.resize(n);
+    stream_of.resize(n);
     // At most one requirement per dependency; trimmed to the count after the pass.
     requirements.resize(list.deps.size());
     // Raw pointers in the loop: stores through them could otherwise alias the vectors' own
     // pointers, which the compiler would then reload for every op.
     std::uint32_t* const pos = position.data();
+    StreamId* const stream_ids = stream_of.data();
     Requirement* const reqs = requirements.data();
     const Op* const ops = list.ops.data();
     const Time* const times = durations.data();
@@ -80,11 +82,13 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         const StreamId s = o.stream;
         const std::uint32_t p = next[s]++;
         pos[op] = p;
+        stream_ids[op] = s;
         StreamSlot& slot = slots[s][p];
         slot.op = op;
         slot.is_comm = is_communication(o.kind);
         slot.category = o.category;
         if (slot.is_comm) {
+            comm_streams = static_cast<std::uint8_t>(comm_streams | (1U << s));
             slot.tag = static_cast<std::uint8_t>(o.kind);
             slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
             slot.word1 = o.group_slot;
@@ -144,6 +148,18 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         }
     }
     find_lockstep_starts();
+}
+
+std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCosts& costs, bool merge_chains) {
+    if (costs.durations.size() != program.op_lists.size()) {
+        throw std::logic_error("program costs: one duration list per op list expected");
+    }
+    std::vector<OpListIndex> indexes;
+    indexes.reserve(program.op_lists.size());
+    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
+        indexes.emplace_back(program.op_lists[l], costs.durations[l], merge_chains);
+    }
+    return indexes;
 }
 
 std::uint32_t OpListIndex::compute_requirement(const StreamSlot& slot) const {

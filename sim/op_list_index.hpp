@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/executor.hpp"
 #include "sim/program.hpp"
 #include "sim/units.hpp"
 
@@ -79,9 +80,13 @@ struct OpListIndex {
     OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains);
 
     int stream_count = 0;  // 1 + the highest stream id used
+    // A bit per stream that holds a communication op: the readers of communication ops skip the
+    // compute stream, which holds most of a list's ops.
+    std::uint8_t comm_streams = 0;
     std::array<std::vector<StreamSlot>, kMaxStreams> streams;
     std::vector<Requirement> requirements;
     std::vector<std::uint32_t> position;  // op -> its position in its stream
+    std::vector<StreamId> stream_of;      // op -> its stream (ordered_streams walks ops in list order)
     // Per stream and position, a bit per other stream that waits for the op there to finish.
     std::array<std::vector<std::uint8_t>, kMaxStreams> awaited_by;
     // Per stream and position: a lockstep run (sim/engine_lockstep.cpp) may begin with the op
@@ -113,5 +118,11 @@ struct OpListIndex {
 private:
     void find_lockstep_starts();
 };
+
+// One index per op list of `program`, with `costs`' durations. simulate() builds them once for
+// the engine and the analyses before it (folding, exclusive transfers), which read their slots
+// rather than the lists' larger ops. Throws std::logic_error as the constructor does, or when
+// `costs` has not one duration list per op list.
+std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCosts& costs, bool merge_chains);
 
 }  // namespace cuboid::sim

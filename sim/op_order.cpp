@@ -3,11 +3,8 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <memory>
 #include <span>
-#include <stdexcept>
-#include <string>
 
 namespace cuboid::sim {
 namespace {
@@ -40,73 +37,63 @@ std::uint32_t first_above(std::span<const Counts> seen, int x, std::uint32_t i, 
 // is then an element-wise max, and need(o)[s] = seen(o)[s] for every other stream s, which is all
 // that ordered_streams reads. Stored stream by stream, each stream's ops in order after a zero
 // entry (the op before its first): stream s holds [begin[s], end[s]), its zero at begin[s] - 1, so
-// that a stream's ops are contiguous.
+// that a stream's ops are contiguous and op o (stream s, position p) is at begin[s] + p.
 struct Needs {
     std::array<std::uint32_t, kStreams> begin{};
     std::array<std::uint32_t, kStreams> end{};
     std::unique_ptr<Counts[]> seen;
-    std::unique_ptr<std::uint32_t[]> at;                     // op -> its index in seen
     std::array<std::vector<std::uint32_t>, kStreams> comm;  // the communication ops of each stream
 
     std::span<const Counts> stream(int s) const { return {seen.get() + begin[s], seen.get() + end[s]}; }
 };
 
-[[noreturn]] void bad_stream(StreamId s) {
-    throw std::logic_error("op list: stream id " + std::to_string(s) + " out of range");
-}
-[[noreturn]] void bad_dependency(std::uint32_t op, std::uint32_t d) {
-    throw std::logic_error("op list: op " + std::to_string(op) + " depends on later op " + std::to_string(d));
-}
-
-Needs needs(const OpList& list) {
-    const auto n = static_cast<std::uint32_t>(list.ops.size());
-    const Op* const ops = list.ops.data();
-    // Ops per stream id, every id counted (ids of 8 or more throw below, in op order).
-    std::array<std::uint32_t, std::size_t{std::numeric_limits<StreamId>::max()} + 1> count{};
-    for (std::uint32_t op = 0; op < n; ++op) ++count[ops[op].stream];
+// From the index rather than the op list: its 32-byte slots and per-op stream and position are
+// what the walk needs, where the list's ops are 88 bytes each. seen(o) is the max of seen of the
+// op before o on its stream and of seen of the op each of o's requirements names (the last op of
+// that stream o depends on: seen grows along a stream, so it covers o's other dependencies there).
+Needs needs(const OpListIndex& index) {
+    const auto n = static_cast<std::uint32_t>(index.position.size());
     Needs r;
     for (std::uint32_t s = 0, from = 0; s < kStreams; from = r.end[s++]) {
         r.begin[s] = from + 1;
-        r.end[s] = r.begin[s] + count[s];
+        r.end[s] = r.begin[s] + static_cast<std::uint32_t>(index.streams[s].size());
     }
     r.seen = std::make_unique_for_overwrite<Counts[]>(r.end[kStreams - 1]);
-    r.at = std::make_unique_for_overwrite<std::uint32_t[]>(n);
     Counts* const seen = r.seen.get();
-    std::uint32_t* const at = r.at.get();
     for (int s = 0; s < kStreams; ++s) seen[r.begin[s] - 1] = Counts{};
-    std::array<std::uint32_t, kStreams> next = r.begin;  // where the next op of each stream goes
-    const std::uint32_t* const deps = list.deps.data();
+    const Requirement* const reqs = index.requirements.data();
     for (std::uint32_t op = 0; op < n; ++op) {
-        const Op& o = ops[op];
-        const StreamId s = o.stream;
-        if (s >= kStreams) bad_stream(s);
-        const std::uint32_t slot = next[s]++;
-        Counts& c = seen[slot];
-        c = seen[slot - 1];  // the op before it on its stream, or zero
-        for (std::uint32_t i = o.first_dep; i < o.first_dep + o.dep_count; ++i) {
-            const std::uint32_t d = deps[i];
-            if (d >= op) bad_dependency(op, d);
-            const Counts& f = seen[at[d]];
+        const StreamId s = index.stream_of[op];
+        const std::uint32_t p = index.position[op];
+        const std::uint32_t at = r.begin[s] + p;
+        Counts& c = seen[at];
+        c = seen[at - 1];  // the op before it on its stream, or zero
+        const StreamSlot& slot = index.streams[s][p];
+        for (std::uint32_t i = slot.req_begin; i < slot.req_end(); ++i) {
+            const Counts& f = seen[r.begin[reqs[i].stream] + reqs[i].count - 1];
             for (int k = 0; k < kStreams; ++k) c[k] = std::max(c[k], f[k]);
         }
-        c[s] = slot - r.begin[s] + 1;  // need(o)[s] is at most its position: ops before it on s only
-        at[op] = slot;
-        if (is_communication(o.kind)) r.comm[s].push_back(op);
+        c[s] = p + 1;  // need(o)[s] is at most its position: ops before it on s only
+    }
+    for (int s = 0; s < kStreams; ++s) {
+        if ((index.comm_streams >> s & 1U) == 0) continue;
+        for (const StreamSlot& slot : index.streams[s])
+            if (slot.is_comm) r.comm[s].push_back(slot.op);
     }
     return r;
 }
 
 }  // namespace
 
-std::vector<std::uint8_t> ordered_streams(const OpList& list) {
-    const Needs need = needs(list);
+std::vector<std::uint8_t> ordered_streams(const OpListIndex& index) {
+    const Needs need = needs(index);
     // Op o (stream x, position i) and stream s: the ops of s before need(o)[s] finish before o
     // starts; those from the first whose need on x exceeds i start after o finishes. Every op of
     // s is ordered when the second set begins where the first ends, or earlier. Need on x only
     // grows along stream s (each op merges its predecessor's), and i grows along stream x, so
     // that first op only moves forward: one forward (galloping) search of s per pair of streams
     // finds it for every communication op of x, instead of a binary search of all of s per op.
-    std::vector<std::uint8_t> ordered(list.ops.size(), 0);
+    std::vector<std::uint8_t> ordered(index.position.size(), 0);
     for (int x = 0; x < kStreams; ++x) {
         const auto& comm = need.comm[x];
         if (comm.empty()) continue;
@@ -121,13 +108,19 @@ std::vector<std::uint8_t> ordered_streams(const OpList& list) {
             const auto bit = static_cast<std::uint8_t>(1U << s);
             std::uint32_t after = 0;
             for (const std::uint32_t op : comm) {
-                const std::uint32_t at = need.at[op];
-                after = first_above(need.stream(s), x, at - need.begin[x], after);
+                const std::uint32_t at = need.begin[x] + index.position[op];
+                after = first_above(need.stream(s), x, index.position[op], after);
                 if (after <= need.seen[at][s]) ordered[op] = static_cast<std::uint8_t>(ordered[op] | bit);
             }
         }
     }
     return ordered;
+}
+
+std::vector<std::uint8_t> ordered_streams(const OpList& list) {
+    // Durations do not matter here, nor do chains: only the requirements are read.
+    const std::vector<Time> durations(list.ops.size(), Time(0));
+    return ordered_streams(OpListIndex(list, durations, false));
 }
 
 bool same_order_inputs(const OpList& a, const OpList& b) {

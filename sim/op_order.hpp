@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/op_list_index.hpp"
 #include "sim/program.hpp"
 
 namespace cuboid::sim {
@@ -21,6 +22,8 @@ namespace cuboid::sim {
 // Computed for communication ops; 0 for compute ops. Throws std::logic_error on a dependency on a
 // later op or a stream id of 8 or more.
 std::vector<std::uint8_t> ordered_streams(const OpList& list);
+// The same from the list's index (any durations and chain merging: it reads the requirements).
+std::vector<std::uint8_t> ordered_streams(const OpListIndex& index);
 
 // Whether `a` and `b` agree in everything ordered_streams reads (per op its stream, whether it
 // communicates, and its dependencies), so that ordered_streams(a) == ordered_streams(b): the op

@@ -2,6 +2,9 @@
 #include "sim/program.hpp"
 
 #include <cassert>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace cuboid::sim {
 
@@ -16,18 +19,35 @@ std::uint32_t Program::intern(const std::string& label) {
     return it->second;
 }
 
+PackedGemmShape PackedGemmShape::of(const GemmShape& g) {
+    const auto fits = [](std::int64_t x) { return x >= 0 && x <= std::numeric_limits<std::int32_t>::max(); };
+    if (!fits(g.m) || !fits(g.n) || !fits(g.k) || !fits(g.batch)) {
+        throw std::length_error("GEMM shape " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " +
+                                std::to_string(g.k) + " (batch " + std::to_string(g.batch) +
+                                ") has a dimension outside 0..2^31-1");
+    }
+    return {static_cast<std::int32_t>(g.m), static_cast<std::int32_t>(g.n), static_cast<std::int32_t>(g.k),
+            static_cast<std::int32_t>(g.batch)};
+}
+
+void throw_too_many_dependencies(std::uint32_t count) {
+    throw std::length_error("an op with " + std::to_string(count) + " dependencies (at most " +
+                            std::to_string(kMaxOpDependencies) + ")");
+}
+
 namespace {
 
 template <class Range>
 std::uint32_t append(OpList& list, Op op, const Range& deps) {
     const auto index = static_cast<std::uint32_t>(list.ops.size());
+    // Checked first, so that a refused op leaves the list as it was.
+    if (deps.size() > kMaxOpDependencies) throw_too_many_dependencies(static_cast<std::uint32_t>(deps.size()));
     op.first_dep = static_cast<std::uint32_t>(list.deps.size());
-    op.dep_count = 0;
+    op.dep_count = static_cast<std::uint16_t>(deps.size());
     for (const std::uint32_t d : deps) {
         // Dependencies point backwards: that is what makes issue order a valid execution order.
         assert(d < index && "a dependency must be an earlier op of the same list");
         list.deps.push_back(d);
-        ++op.dep_count;
     }
     list.ops.push_back(op);
     return index;

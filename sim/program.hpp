@@ -90,21 +90,42 @@ struct GemmShape {
     std::int64_t batch = 1;
 };
 
+// A GemmShape as an Op stores it: 32-bit dimensions, which keep an Op at one 64-byte cache line
+// (a program of a 1,024-GPU plan holds millions of ops, and every pass over them, from building
+// to indexing, reads whole lines). Products of dimensions are formed in 64 bits or doubles by
+// their readers, never in these fields.
+struct PackedGemmShape {
+    std::int32_t m = 0;
+    std::int32_t n = 0;
+    std::int32_t k = 0;
+    std::int32_t batch = 1;
+
+    // Throws std::length_error when a dimension is negative or does not fit in 32 bits.
+    static PackedGemmShape of(const GemmShape& g);
+    GemmShape unpacked() const { return {m, n, k, batch}; }
+};
+
+inline constexpr std::uint32_t kMaxOpDependencies = 0xffff;
+
 struct Op {
     OpKind kind = OpKind::Elementwise;
     OpCategory category = OpCategory::Compute;
     Precision precision = Precision::Bf16;
     StreamId stream = stream::kCompute;
     std::uint16_t group_slot = 0;  // communication: index into RankProgram::groups
+    std::uint16_t dep_count = 0;   // at most kMaxOpDependencies (the builders check)
     std::uint32_t label = 0;       // index into Program::labels ("L3.fwd.qkv")
     std::uint32_t first_dep = 0;   // this op's dependencies: OpList::deps[first_dep, first_dep+dep_count)
-    std::uint32_t dep_count = 0;
+    PackedGemmShape shape{};       // Gemm / BatchedGemm only
     Flops flops{0.0};              // compute: floating-point operations
     Bytes bytes{0.0};              // compute: HBM bytes read+written; communication: buffer size per rank
-    GemmShape shape{};             // Gemm / BatchedGemm only
     Bytes memory_alloc{0.0};       // allocated when the op starts (activations it stores, buffers)
     Bytes memory_free{0.0};        // released when the op ends
 };
+static_assert(sizeof(Op) == 64, "an Op is one cache line");
+
+// Throws std::length_error for an op given `count` > kMaxOpDependencies dependencies.
+[[noreturn]] void throw_too_many_dependencies(std::uint32_t count);
 
 // The ops of one kind of rank, in issue order. Dependencies point to earlier ops of the same list
 // (cross-rank ordering comes only from communication).

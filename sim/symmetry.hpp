@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/op_list_index.hpp"
 #include "sim/program.hpp"
 #include "sim/transfer.hpp"
 
@@ -66,6 +67,8 @@ struct CommUse {
 // and the exclusive-transfer analysis both need (simulate_folded computes it once for the two).
 using CommUses = std::vector<std::vector<CommUse>>;
 CommUses communication_uses(const Program& program);
+// The same from one index per op list (op_list_index.hpp), which it reads faster.
+CommUses communication_uses(std::span<const OpListIndex> indexes);
 
 // Every request a simulation of `program` can make, without duplicates: per rank and distinct
 // communication op of its list, the group its slot names, the kind (a Send/Recv pair asks as Send),

@@ -32,7 +32,8 @@ std::uint32_t decode(std::uint32_t code, std::uint32_t first, const std::uint32_
 
 std::uint32_t OpEmitter::append(sim::Op op, const std::uint32_t* deps, std::uint32_t count) {
     op.first_dep = static_cast<std::uint32_t>(list_.deps.size());
-    op.dep_count = count;
+    if (count > sim::kMaxOpDependencies) sim::throw_too_many_dependencies(count);
+    op.dep_count = static_cast<std::uint16_t>(count);
     op.precision = precision_;
     // fp8 training (Transformer Engine's recipe) runs the linear layers' GEMMs in fp8 and keeps
     // the attention core (QK^T, softmax, PV: the batched GEMMs) in 16 bit; its fp8 attention is
@@ -103,7 +104,7 @@ sim::Op gemm_op(std::uint32_t label, const sim::GemmShape& g, sim::OpCategory ca
     op.kind = g.batch > 1 ? sim::OpKind::BatchedGemm : sim::OpKind::Gemm;
     op.category = cat;
     op.label = label;
-    op.shape = g;
+    op.shape = sim::PackedGemmShape::of(g);
     op.flops = Flops(gemm_flops(g));
     const double elems = static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n) * static_cast<double>(g.batch);
     op.bytes = Bytes(elems * act_bytes);

@@ -172,17 +172,18 @@ TaggedProgram build_tagged_program(const Scenario& sc, const Layout& l, const Bu
     return out;
 }
 
-double program_gemm_flops(const sim::Program& program) {
+double program_gemm_flops(const sim::Program& program, std::span<const sim::OpListTotals> totals) {
     std::vector<double> ranks_per_list(program.op_lists.size(), 0.0);
     for (const auto& r : program.ranks) ranks_per_list[r.op_list] += 1.0;
     double total = 0.0;
-    for (std::size_t i = 0; i < program.op_lists.size(); ++i) {
-        double list = 0.0;
-        for (const auto& op : program.op_lists[i].ops)
-            if (sim::is_gemm(op.kind)) list += op.flops.value;
-        total += list * ranks_per_list[i];
-    }
+    for (std::size_t i = 0; i < program.op_lists.size(); ++i) total += totals[i].gemm_flops.value * ranks_per_list[i];
     return total;
+}
+
+double program_gemm_flops(const sim::Program& program) {
+    std::vector<sim::OpListTotals> totals;
+    for (const auto& list : program.op_lists) totals.push_back(sim::op_list_totals(list));
+    return program_gemm_flops(program, totals);
 }
 
 }  // namespace cuboid

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "sim/memory.hpp"
 #include "sim/program.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/op_tag.hpp"
@@ -54,6 +56,8 @@ TaggedProgram build_tagged_program(const Scenario& scenario, const Layout& layou
 // GEMM FLOPs the program executes over all GPUs (each OpList counted once per rank running it):
 // the model FLOPs plus recomputed forward work.
 double program_gemm_flops(const sim::Program& program);
+// The same from the lists' totals (sim::op_list_totals, one per op list), when the caller has them.
+double program_gemm_flops(const sim::Program& program, std::span<const sim::OpListTotals> totals);
 
 // Bytes the ranks of each stage hold for the whole iteration besides activations:
 // weights, gradients, optimizer state (ZeRO-sharded) and pipeline message buffers.

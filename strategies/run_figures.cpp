@@ -43,9 +43,9 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
 }
 
-void fill_memory(RunResult& r, const sim::Program& program, const hw::GpuSpec& gpu) {
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu) {
     r.stage_peak_memory_bytes.clear();
-    for (const auto& list : program.op_lists) r.stage_peak_memory_bytes.push_back(sim::peak_memory(list).peak.value);
+    for (const auto& list : totals) r.stage_peak_memory_bytes.push_back(list.memory.peak.value);
     r.peak_memory_bytes = r.stage_peak_memory_bytes.empty()
                               ? 0.0
                               : *std::max_element(r.stage_peak_memory_bytes.begin(), r.stage_peak_memory_bytes.end());

@@ -2,7 +2,10 @@
 #pragma once
 
 #include "hardware_models/gpu_spec.hpp"
+#include <span>
+
 #include "sim/executor.hpp"
+#include "sim/memory.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/run.hpp"
 
@@ -16,7 +19,8 @@ Breakdown breakdown_seconds(const sim::RankBreakdown& b);
 // Throughput, FLOPs, MFU and the optional time/cost/energy extras from the iteration time.
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu);
 
-// Per-stage and overall peak memory against the GPU's capacity.
-void fill_memory(RunResult& r, const sim::Program& program, const hw::GpuSpec& gpu);
+// Per-stage and overall peak memory against the GPU's capacity, from each op list's totals
+// (sim::op_list_totals).
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu);
 
 }  // namespace cuboid

@@ -110,6 +110,9 @@ TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are orde
     for (int trial = 0; trial < 40; ++trial) {
         const OpList list = random_list(rng, 60, kStreams);
         const std::vector<std::uint8_t> ordered = ordered_streams(list);
+        // The engine's index (compute chains merged, durations set) reads as the list does.
+        const std::vector<Time> durations(list.ops.size(), Time(1000));
+        CHECK(ordered_streams(OpListIndex(list, durations, true)) == ordered);
         const auto before = happens_before(list);
         REQUIRE(ordered.size() == list.ops.size());
         for (std::size_t o = 0; o < list.ops.size(); ++o) {

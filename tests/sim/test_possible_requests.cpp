@@ -93,6 +93,9 @@ TEST_CASE("communication_uses: the distinct uses per op list, shared by both req
     CHECK(std::is_sorted(uses[0].begin(), uses[0].end()));
     CHECK(std::adjacent_find(uses[0].begin(), uses[0].end()) == uses[0].end());
     CHECK(std::count_if(uses[0].begin(), uses[0].end(), [](const CommUse& u) { return u.stream != 0; }) == 1);
+    // The same from the op lists' indexes, which simulate() reads instead of the ops.
+    const ProgramCosts costs{{std::vector<Time>(p.op_lists[0].ops.size(), Time(0))}};
+    CHECK(communication_uses(index_op_lists(p, costs, true)) == uses);
     // Requests from uses computed before equal those computed from the ops: the stream adds none.
     const auto from_uses = possible_requests(p, p.ranks, p.groups, uses);
     CHECK(from_uses == possible_requests(p));
