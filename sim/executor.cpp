@@ -1,6 +1,8 @@
 // simulate(): one Engine per call, so simulations never share state.
 #include "sim/executor.hpp"
 
+#include <optional>
+
 #include "sim/engine.hpp"
 #include "sim/fold.hpp"
 
@@ -12,13 +14,18 @@ SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<
     // again for none of them when a fold fails and the full run follows.
     const std::vector<OpListIndex> indexes = index_op_lists(program, costs, options.merge_compute_chains);
     // Observers want every rank's events, which a folded run does not produce.
+    std::optional<SimResult> result;
     if (options.fold && observers.empty() && !options.fold_generators.empty()) {
-        if (auto folded = simulate_folded(program, costs, links, planner, options, indexes)) return *std::move(folded);
+        result = simulate_folded(program, costs, links, planner, options, indexes);
     }
-    EngineInput input = EngineInput::whole(program);
-    input.indexes = indexes;
-    Engine engine(input, costs, links, planner, observers, options);
-    return engine.run();
+    if (!result) {
+        EngineInput input = EngineInput::whole(program);
+        input.indexes = indexes;
+        Engine engine(input, costs, links, planner, observers, options);
+        result = engine.run();
+    }
+    for (const OpListIndex& index : indexes) result->op_list_totals.push_back(index.totals);
+    return *std::move(result);
 }
 
 }  // namespace cuboid::sim

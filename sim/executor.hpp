@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/memory.hpp"
 #include "sim/observer.hpp"
 #include "sim/program.hpp"
 #include "sim/transfer.hpp"
@@ -45,6 +46,9 @@ struct SimResult {
     std::uint64_t fingerprint = 0;    // hash over (time, rank, op) of every op completion
     bool folded = false;              // the run was symmetry-folded (SimOptions::fold)
     double fold_factor = 1.0;         // ranks per simulated rank (1: every rank simulated)
+    // Per op list of the program: op_list_totals (memory peak, GEMM FLOPs), which the run's
+    // indexing pass reads off the ops as it goes, so that its caller need not walk them again.
+    std::vector<OpListTotals> op_list_totals;
 };
 
 // A program that cannot finish: ops wait for partners that never come.

@@ -23,4 +23,25 @@ struct OpListTotals {
 
 OpListTotals op_list_totals(const OpList& list);
 
+// That walk an op at a time, for a pass over the ops that has other work (OpListIndex reads every
+// op anyway, so the totals cost it a few additions instead of another pass). An op allocates when
+// it starts and frees when it ends, so its own allocation is counted before its own release: the
+// peak sees the op's inputs still held while its outputs exist.
+class TotalsWalk {
+public:
+    explicit TotalsWalk(Bytes resident) : current_(resident), totals_{{resident, 0}, Flops(0.0)} {}
+    void add(const Op& op, std::uint32_t index) {
+        current_ += op.memory_alloc;
+        if (current_ > totals_.memory.peak) totals_.memory = {current_, index};
+        current_ -= op.memory_free;
+        if (is_gemm(op.kind)) gemm_ += op.flops.value;
+    }
+    OpListTotals totals() const { return {totals_.memory, Flops(gemm_)}; }
+
+private:
+    Bytes current_;
+    OpListTotals totals_;
+    double gemm_ = 0.0;
+};
+
 }  // namespace cuboid::sim

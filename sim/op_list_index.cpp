@@ -73,12 +73,14 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
     const Time* const times = durations.data();
     std::array<std::uint32_t, kMaxStreams> next{};
     std::uint32_t req_count = 0;
+    TotalsWalk walk(list.resident);
     // One pass: the slots, the requirements (dependencies are earlier ops, whose positions are
     // known by then), and which stream positions some other stream waits for (a bit per waiting
     // stream): a chain must end there, because the waiter has to be woken when that very op
     // finishes.
     for (std::uint32_t op = 0; op < n; ++op) {
         const Op& o = ops[op];
+        walk.add(o, op);
         const StreamId s = o.stream;
         const std::uint32_t p = next[s]++;
         pos[op] = p;
@@ -108,6 +110,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         slot.req_count = static_cast<std::uint8_t>(req_count - slot.req_begin);
     }
     requirements.resize(req_count);
+    totals = walk.totals();
 
     const auto reqs_of = [this](const StreamSlot& slot) {
         return std::span<const Requirement>(requirements).subspan(slot.req_begin, slot.req_count);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/executor.hpp"
+#include "sim/memory.hpp"
 #include "sim/program.hpp"
 #include "sim/units.hpp"
 
@@ -87,6 +88,7 @@ struct OpListIndex {
     std::vector<Requirement> requirements;
     std::vector<std::uint32_t> position;  // op -> its position in its stream
     std::vector<StreamId> stream_of;      // op -> its stream (ordered_streams walks ops in list order)
+    OpListTotals totals;                  // op_list_totals(list), taken in the same pass
     // Per stream and position, a bit per other stream that waits for the op there to finish.
     std::array<std::vector<std::uint8_t>, kMaxStreams> awaited_by;
     // Per stream and position: a lockstep run (sim/engine_lockstep.cpp) may begin with the op

@@ -50,13 +50,10 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     r.chunk_layers = layout.chunk_layers;
     r.tensor_mesh = layout.tensor_mesh;
     r.iteration_time_s = to_seconds(sim.makespan);
-    // One walk of each op list for both its GEMM FLOPs and its memory peak.
-    std::vector<sim::OpListTotals> totals;
-    totals.reserve(program.op_lists.size());
-    for (const auto& list : program.op_lists) totals.push_back(sim::op_list_totals(list));
-    r.hardware_flops_per_iteration = program_gemm_flops(program, totals);
+    // Each op list's GEMM FLOPs and memory peak, read off its ops by the simulation's indexing.
+    r.hardware_flops_per_iteration = program_gemm_flops(program, sim.op_list_totals);
     fill_rates(r, sc, hardware->gpu());
-    fill_memory(r, totals, hardware->gpu());
+    fill_memory(r, sim.op_list_totals, hardware->gpu());
     r.critical_rank = critical_rank(sim);
     if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
     for (int s = 0; s < layout.pipeline; ++s)

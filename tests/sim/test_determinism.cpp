@@ -124,6 +124,16 @@ TEST_CASE("the same program gives the same fingerprint and times", "[sim][determ
     CHECK(first.fingerprint != 0);
 }
 
+TEST_CASE("a run hands on each op list's totals, in op-list order", "[sim][memory]") {
+    Mini3d mini;
+    mini.p.program.op_lists[0].resident = Bytes(123.0);
+    mini.p.program.op_lists[1].resident = Bytes(456.0);
+    const SimResult r = mini.run(true);
+    REQUIRE(r.op_list_totals.size() == 2);
+    CHECK(r.op_list_totals[0].memory.peak.value == 123.0);
+    CHECK(r.op_list_totals[1].memory.peak.value == 456.0);
+}
+
 TEST_CASE("merging compute chains changes no result", "[sim][determinism]") {
     Mini3d mini;
     Recorder merged_ops, single_ops;
