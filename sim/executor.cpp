@@ -11,10 +11,10 @@ namespace cuboid::sim {
 SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<const Link> links,
                    TransferPlanner& planner, std::span<SimObserver* const> observers, const SimOptions& options) {
     // Indexed once, for the folding checks, the exclusive-transfer analysis and the engine, and
-    // again for none of them when a fold fails and the full run follows.
+    // not again when a fold fails and the full run follows.
     const std::vector<OpListIndex> indexes = index_op_lists(program, costs, options.merge_compute_chains);
-    // Observers want every rank's events, which a folded run does not produce.
     std::optional<SimResult> result;
+    // Observers want every rank's events, which a folded run does not produce.
     if (options.fold && observers.empty() && !options.fold_generators.empty()) {
         result = simulate_folded(program, costs, links, planner, options, indexes);
     }
