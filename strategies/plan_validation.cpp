@@ -1,4 +1,6 @@
 // validate_plan: every way a scenario's plan can be impossible, each reported at its key.
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "strategies/plan_checker.hpp"
@@ -120,6 +122,17 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;
     c.require(tr.micro_batch >= 1, "training.micro_batch", "must be at least 1");
+    // A GEMM's rows are a micro-batch's tokens, and an attention GEMM's batch its sequences times
+    // heads; an op stores them in 32 bits (sim::PackedGemmShape).
+    constexpr std::int64_t kLargestDimension = std::numeric_limits<std::int32_t>::max();
+    const std::int64_t tokens = std::int64_t{tr.micro_batch} * sc.model.seq_len;
+    c.require(tokens <= kLargestDimension, "training.micro_batch",
+              "micro_batch x seq_len = " + to_string(tokens) + " tokens exceeds " + to_string(kLargestDimension) +
+                  ", the largest GEMM dimension cuboid models");
+    const std::int64_t products = std::int64_t{tr.micro_batch} * sc.model.heads;
+    c.require(products <= kLargestDimension, "training.micro_batch",
+              "micro_batch x heads = " + to_string(products) + " attention products exceeds " +
+                  to_string(kLargestDimension) + ", the largest GEMM batch cuboid models");
     c.require(tr.global_batch >= 1, "training.global_batch", "must be at least 1");
     c.require(tr.global_batch % (tr.micro_batch * data) == 0, "training.global_batch",
               "must be a multiple of micro_batch*data = " + to_string(tr.micro_batch * data));

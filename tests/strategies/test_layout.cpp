@@ -65,6 +65,11 @@ TEST_CASE("each invalid plan is rejected at its key") {
     CHECK(rejected_key([](S s) { s.model.kv_heads = 3; }) == "model.kv_heads");
     CHECK(rejected_key([](S s) { s.training.global_batch = 7; }) == "training.global_batch");
     CHECK(rejected_key([](S s) { s.training.micro_batch = 0; }) == "training.micro_batch");
+    // 2^26 sequences of 32 tokens: 2^31 tokens, one past the largest GEMM dimension an op stores.
+    CHECK(rejected_key([](S s) {
+              s.training.micro_batch = 1 << 26;
+              s.training.global_batch = 1 << 27;
+          }) == "training.micro_batch");
     CHECK(rejected_key([](S s) { s.parallel.schedule = Schedule::Interleaved; }) == "parallel.virtual_stages");
     CHECK(rejected_key([](S s) { s.parallel.virtual_stages = 2; }) == "parallel.virtual_stages");
     CHECK(rejected_key([](S s) {
