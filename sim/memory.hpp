@@ -29,18 +29,18 @@ OpListTotals op_list_totals(const OpList& list);
 // peak sees the op's inputs still held while its outputs exist.
 class TotalsWalk {
 public:
-    explicit TotalsWalk(Bytes resident) : current_(resident), totals_{{resident, 0}, Flops(0.0)} {}
+    explicit TotalsWalk(Bytes resident) : current_(resident), peak_{resident, 0} {}
     void add(const Op& op, std::uint32_t index) {
         current_ += op.memory_alloc;
-        if (current_ > totals_.memory.peak) totals_.memory = {current_, index};
+        if (current_ > peak_.peak) peak_ = {current_, index};
         current_ -= op.memory_free;
         if (is_gemm(op.kind)) gemm_ += op.flops.value;
     }
-    OpListTotals totals() const { return {totals_.memory, Flops(gemm_)}; }
+    OpListTotals totals() const { return {peak_, Flops(gemm_)}; }
 
 private:
     Bytes current_;
-    OpListTotals totals_;
+    MemoryPeak peak_;
     double gemm_ = 0.0;
 };
 
