@@ -32,7 +32,7 @@ Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<co
     }
     build_ranks();
     if (options.exclusive_transfers) {
-        exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, input.uses, indexes_);
+        exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, indexes_, input.uses);
     }
     lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     last_plans_.resize(groups_.size());

@@ -14,15 +14,14 @@ namespace cuboid::sim {
 
 ExclusiveTransfers::ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks,
                                        std::span<const Group> groups, const FlowNetwork& network,
-                                       TransferPlanner& planner, const CommUses* uses,
-                                       std::span<const OpListIndex> indexes)
+                                       TransferPlanner& planner, std::span<const OpListIndex> indexes,
+                                       const CommUses* uses)
     : network_(&network) {
     try {
-        analyse(program, ranks, groups, planner,
-                uses != nullptr      ? *uses
-                : indexes.empty()    ? communication_uses(program)
-                                     : communication_uses(indexes),
-                indexes);
+        if (indexes.size() != program.op_lists.size()) {
+            throw std::logic_error("exclusive transfers: one op-list index per op list expected");
+        }
+        analyse(program, ranks, groups, planner, uses != nullptr ? *uses : communication_uses(indexes), indexes);
     } catch (const std::exception&) {
         // Not proved: nothing qualifies, and the run meets the error where it arises.
         known_.assign(groups.size(), {});
@@ -134,7 +133,7 @@ std::vector<std::uint8_t> ExclusiveTransfers::ordering_of(const Program& program
     for (std::size_t k = 0; k < ordered_.size(); ++k) {
         if (k != l && !ordered_[k].empty() && same_order_inputs(program.op_lists[k], list)) return ordered_[k];
     }
-    return indexes.empty() ? ordered_streams(list) : ordered_streams(indexes[l]);
+    return ordered_streams(indexes[l]);
 }
 
 bool ExclusiveTransfers::holds(const Shortcut& shortcut, std::span<const MemberOp> ops) const {

@@ -50,11 +50,11 @@ public:
 
     // Plans every possible request of `ranks` (running the op lists of `program`) on `groups`.
     // Whatever fails (a planner error, say) leaves nothing qualified: the run then meets it itself.
-    // `uses`: communication_uses(program) when the caller has it (else computed here); `indexes`:
-    // one OpListIndex per op list when the caller has them (else the analysis reads the lists).
+    // `indexes`: one OpListIndex per op list of `program`, which the analysis reads instead of the
+    // ops; `uses`: communication_uses(indexes) when the caller has it (else computed here).
     ExclusiveTransfers(const Program& program, std::span<const RankProgram> ranks, std::span<const Group> groups,
-                       const FlowNetwork& network, TransferPlanner& planner, const CommUses* uses = nullptr,
-                       std::span<const OpListIndex> indexes = {});
+                       const FlowNetwork& network, TransferPlanner& planner, std::span<const OpListIndex> indexes,
+                       const CommUses* uses = nullptr);
 
     // The closed form for an instance of `group` planned as `plan`; nullopt: use the network.
     // Throws std::logic_error when a plan outside the enumerated requests uses a link of a

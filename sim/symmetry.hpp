@@ -63,12 +63,14 @@ struct CommUse {
         return slot == o.slot && kind == o.kind && stream == o.stream && bytes == o.bytes;
     }
 };
-// Per op list, its distinct uses, sorted: one pass over every op of the program, which folding
-// and the exclusive-transfer analysis both need (simulate_folded computes it once for the two).
+// Per op list, its distinct uses, sorted, which folding and the exclusive-transfer analysis both
+// need (simulate_folded computes them once for the two).
 using CommUses = std::vector<std::vector<CommUse>>;
-CommUses communication_uses(const Program& program);
-// The same from one index per op list (op_list_index.hpp), which it reads faster.
+// From one index per op list (op_list_index.hpp), whose communication slots it reads.
 CommUses communication_uses(std::span<const OpListIndex> indexes);
+// The same for a program not indexed yet (indexed here, without durations). Throws
+// std::logic_error on a malformed list, as OpListIndex does.
+CommUses communication_uses(const Program& program);
 
 // Every request a simulation of `program` can make, without duplicates: per rank and distinct
 // communication op of its list, the group its slot names, the kind (a Send/Recv pair asks as Send),

@@ -129,14 +129,19 @@ private:
     std::size_t size_ = 0;
 };
 
-// The distinct uses that `for_each_use` passes to the function it is given, sorted.
-template <typename ForEachUse>
-std::vector<CommUse> distinct_uses(ForEachUse&& for_each_use, UseSet& seen) {
+// The distinct uses of the communication slots of `index`, sorted. Only the streams that have
+// any are read, not the compute stream, which holds most of a list.
+std::vector<CommUse> distinct_uses(const OpListIndex& index, UseSet& seen) {
     std::vector<CommUse> uses;
     seen.clear();
-    for_each_use([&](const CommUse& u) {
-        if (seen.insert(u, uses)) uses.push_back(u);
-    });
+    for (int s = 0; s < index.stream_count; ++s) {
+        if ((index.comm_streams >> s & 1U) == 0) continue;
+        for (const StreamSlot& slot : index.streams[s]) {
+            if (!slot.is_comm) continue;
+            const CommUse u{slot.group_slot(), slot.kind(), static_cast<StreamId>(s), slot.bytes().value};
+            if (seen.insert(u, uses)) uses.push_back(u);
+        }
+    }
     std::sort(uses.begin(), uses.end());
     return uses;
 }
@@ -194,44 +199,18 @@ std::vector<TransferRequest> possible_requests(const Program& program) {
 
 // A list has thousands of communication ops but a few dozen distinct uses: drop the repeats
 // through a hash set before sorting, instead of sorting them all.
-CommUses communication_uses(const Program& program) {
-    CommUses uses(program.op_lists.size());
-    UseSet seen;
-    for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        const OpList& list = program.op_lists[l];
-        uses[l] = distinct_uses(
-            [&list](auto&& use) {
-                const auto communication = [](const Op& op) { return is_communication(op.kind); };
-                for (auto op = std::find_if(list.ops.begin(), list.ops.end(), communication); op != list.ops.end();
-                     op = std::find_if(op + 1, list.ops.end(), communication)) {
-                    use(CommUse{op->group_slot, op->kind, op->stream, op->bytes.value});
-                }
-            },
-            seen);
-    }
-    return uses;
-}
-
-// The same from the indexes: the communication slots of the streams that have any, without a look
-// at the compute stream, which holds most of a list.
 CommUses communication_uses(std::span<const OpListIndex> indexes) {
     CommUses uses(indexes.size());
     UseSet seen;
-    for (std::size_t l = 0; l < indexes.size(); ++l) {
-        const OpListIndex& index = indexes[l];
-        uses[l] = distinct_uses(
-            [&index](auto&& use) {
-                for (int s = 0; s < index.stream_count; ++s) {
-                    if ((index.comm_streams >> s & 1U) == 0) continue;
-                    for (const StreamSlot& slot : index.streams[s]) {
-                        if (slot.is_comm)
-                            use(CommUse{slot.group_slot(), slot.kind(), static_cast<StreamId>(s), slot.bytes().value});
-                    }
-                }
-            },
-            seen);
-    }
+    for (std::size_t l = 0; l < indexes.size(); ++l) uses[l] = distinct_uses(indexes[l], seen);
     return uses;
+}
+
+CommUses communication_uses(const Program& program) {
+    // Durations and chains do not matter here: only the communication slots are read.
+    ProgramCosts unpriced;
+    for (const OpList& list : program.op_lists) unpriced.durations.emplace_back(list.ops.size(), Time(0));
+    return communication_uses(index_op_lists(program, unpriced, false));
 }
 
 std::vector<TransferRequest> possible_requests(const Program& program, std::span<const RankProgram> ranks,
