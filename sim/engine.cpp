@@ -9,27 +9,22 @@
 #include "sim/fingerprint.hpp"
 
 namespace cuboid::sim {
-Engine::Engine(const EngineInput& input, const ProgramCosts& costs, std::span<const Link> links,
+Engine::Engine(const EngineInput& input, std::span<const Link> links,
                TransferPlanner& planner, std::span<SimObserver* const> observers, const SimOptions& options)
     : program_(input.program),
       rank_programs_(input.ranks),
       groups_(input.groups),
       rank_keys_(input.rank_keys),
-      costs_(costs),
       planner_(planner),
       observers_(observers),
       observe_(!observers.empty()),
       network_(links),
       rendezvous_(input.program, input.groups, input.ranks) {
     const Program& program = input.program;
-    if (input.indexes.empty()) {
-        own_indexes_ = index_op_lists(program, costs, options.merge_compute_chains);
-        indexes_ = own_indexes_;
-    } else if (input.indexes.size() != program.op_lists.size()) {
+    if (input.indexes.size() != program.op_lists.size()) {
         throw std::logic_error("engine: one op-list index per op list expected");
-    } else {
-        indexes_ = input.indexes;
     }
+    indexes_ = input.indexes;
     build_ranks();
     if (options.exclusive_transfers) {
         exclusive_ = ExclusiveTransfers(program, input.ranks, input.groups, network_, planner, indexes_, input.uses);

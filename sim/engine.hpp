@@ -28,18 +28,21 @@ namespace cuboid::sim {
 
 // What an engine runs: the op lists and labels of `program`, with ranks and groups that are the
 // program's own or those of a folded program (sim/fold.hpp), and the fingerprint key of each rank
-// (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys), and the program's
-// communication uses and op-list indexes if already built (symmetry.hpp, op_list_index.hpp).
+// (empty: rank_key(rank); a folded rank carries the sum of its orbit's keys), the program's
+// op-list indexes, which carry the compute durations (op_list_index.hpp), and its communication
+// uses if already known (symmetry.hpp).
 struct EngineInput {
     const Program& program;
     std::span<const RankProgram> ranks;
     std::span<const Group> groups;
     std::span<const std::uint64_t> rank_keys;
-    const CommUses* uses = nullptr;  // communication_uses(program), when the caller has it
-    // index_op_lists(program, costs, SimOptions::merge_compute_chains), when the caller has them.
+    // index_op_lists(program, costs, SimOptions::merge_compute_chains): one per op list.
     std::span<const OpListIndex> indexes;
+    const CommUses* uses = nullptr;  // communication_uses(indexes), when the caller has it
 
-    static EngineInput whole(const Program& p) { return {p, p.ranks, p.groups, {}}; }
+    static EngineInput whole(const Program& p, std::span<const OpListIndex> indexes) {
+        return {p, p.ranks, p.groups, {}, indexes};
+    }
 };
 
 // Index of a record to reuse from `pool`: a released one if any, else a new one at the end.
@@ -57,7 +60,7 @@ std::uint32_t acquire_slot(std::vector<T>& pool, std::vector<std::uint32_t>& rel
 
 class Engine {
 public:
-    Engine(const EngineInput& input, const ProgramCosts& costs, std::span<const Link> links, TransferPlanner& planner,
+    Engine(const EngineInput& input, std::span<const Link> links, TransferPlanner& planner,
            std::span<SimObserver* const> observers, const SimOptions& options);
     SimResult run();
 
@@ -221,12 +224,10 @@ private:
     std::span<const RankProgram> rank_programs_;
     std::span<const Group> groups_;
     std::span<const std::uint64_t> rank_keys_;
-    const ProgramCosts& costs_;
     TransferPlanner& planner_;
     std::span<SimObserver* const> observers_;
     bool observe_ = false;
-    std::vector<OpListIndex> own_indexes_;     // built here when the input has none
-    std::span<const OpListIndex> indexes_;     // one per op list: the input's or own_indexes_
+    std::span<const OpListIndex> indexes_;  // one per op list (EngineInput::indexes)
     std::vector<RankState> ranks_;
     std::vector<SlotRef> slot_refs_;
     EventQueue<Payload> queue_;

@@ -16,12 +16,10 @@ SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<
     std::optional<SimResult> result;
     // Observers want every rank's events, which a folded run does not produce.
     if (options.fold && observers.empty() && !options.fold_generators.empty()) {
-        result = simulate_folded(program, costs, links, planner, options, indexes);
+        result = simulate_folded(program, indexes, links, planner, options);
     }
     if (!result) {
-        EngineInput input = EngineInput::whole(program);
-        input.indexes = indexes;
-        Engine engine(input, costs, links, planner, observers, options);
+        Engine engine(EngineInput::whole(program, indexes), links, planner, observers, options);
         result = engine.run();
     }
     for (const OpListIndex& index : indexes) result->op_list_totals.push_back(index.totals);

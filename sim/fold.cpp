@@ -157,9 +157,9 @@ std::optional<FoldedProgram> fold_program(const Program& program, const ProgramS
     return fp;
 }
 
-std::optional<SimResult> simulate_folded(const Program& program, const ProgramCosts& costs,
+std::optional<SimResult> simulate_folded(const Program& program, std::span<const OpListIndex> indexes,
                                          std::span<const Link> links, TransferPlanner& planner,
-                                         const SimOptions& options, std::span<const OpListIndex> indexes) {
+                                         const SimOptions& options) {
     try {
         ProgramSymmetry sym = program_symmetry(program, options.fold_generators);
         if (sym.generators.empty()) return std::nullopt;
@@ -176,8 +176,8 @@ std::optional<SimResult> simulate_folded(const Program& program, const ProgramCo
         const auto fp = fold_program(program, sym);
         if (!fp || fp->reps.size() == program.ranks.size()) return std::nullopt;
         QuotientPlanner quotient(program, *fp, sym, net, std::move(requests), planner);
-        const EngineInput input{program, fp->ranks, fp->groups, fp->keys, &uses, indexes};
-        Engine engine(input, costs, links, quotient, {}, options);
+        const EngineInput input{program, fp->ranks, fp->groups, fp->keys, indexes, &uses};
+        Engine engine(input, links, quotient, {}, options);
         return unfold(engine.run(), *fp, program.ranks.size());
     } catch (const std::exception&) {
         return std::nullopt;  // a broken fold, or an error the full simulation will report

@@ -41,9 +41,10 @@ std::optional<FoldedProgram> fold_program(const Program& program, const ProgramS
 
 // Runs `program` folded under the proposed candidate generators that pass every check; nullopt
 // when none does, or the folded run meets anything unexpected (the caller then simulates in full,
-// which reports real errors). `indexes`: index_op_lists(program, costs, options.merge_compute_chains).
-std::optional<SimResult> simulate_folded(const Program& program, const ProgramCosts& costs,
+// which reports real errors). `indexes`: index_op_lists(program, costs, options.merge_compute_chains),
+// which carry the compute durations.
+std::optional<SimResult> simulate_folded(const Program& program, std::span<const OpListIndex> indexes,
                                          std::span<const Link> links, TransferPlanner& planner,
-                                         const SimOptions& options, std::span<const OpListIndex> indexes);
+                                         const SimOptions& options);
 
 }  // namespace cuboid::sim
