@@ -51,7 +51,7 @@ sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k) {
     sim::Op op;
     op.kind = sim::OpKind::Gemm;
     op.precision = sim::Precision::Bf16;
-    op.shape = {m, n, k, 1};
+    op.shape = sim::PackedGemmShape::of({m, n, k, 1});
     op.flops = Flops(2.0 * m * n * k);
     return op;  // bytes 0: the math term alone decides
 }

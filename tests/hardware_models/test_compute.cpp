@@ -15,7 +15,7 @@ sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::Precision p = 
     sim::Op op;
     op.kind = sim::OpKind::Gemm;
     op.precision = p;
-    op.shape = {m, n, k, 1};
+    op.shape = sim::PackedGemmShape::of({m, n, k, 1});
     op.flops = Flops(2.0 * double(m) * double(n) * double(k));
     op.bytes = Bytes(2.0 * double(m * k + k * n + m * n));  // 16-bit operands and result
     return op;
