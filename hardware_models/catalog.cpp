@@ -1,5 +1,6 @@
 #include "hardware_models/catalog.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -105,6 +106,14 @@ const NetworkGeneration& NetworkKindSpec::generation_for(double gbit_per_s) cons
     for (const auto& g : generations)
         if (g.gbit_per_s >= gbit_per_s * (1.0 - 1e-9)) return g;
     return generations.back();
+}
+
+double NcclConstants::tree_allreduce_factor(Bytes bytes) const {
+    // NCCL indexes by log2i(nBytes >> 6); ilogb is that floor of log2, exact for any double.
+    const double classes = bytes.value / 64.0;
+    if (!(classes >= 1.0)) return 1.0;
+    const auto i = static_cast<std::size_t>(std::ilogb(classes));
+    return i < tree_allreduce_correction.size() ? tree_allreduce_correction[i] : 1.0;
 }
 
 }  // namespace cuboid::hw

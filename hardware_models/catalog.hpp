@@ -55,7 +55,12 @@ struct NcclConstants {
     Time net_ring_step{0};
     Time net_tree_step{0};
     Time net_overhead{0};
+    // Tree all-reduce bandwidth factors by size class: entry i for 64 B x 2^i <= S < 64 B x 2^(i+1).
+    std::vector<double> tree_allreduce_correction;
     std::string source;
+
+    // The factor NCCL applies to a tree all-reduce of `bytes` per rank: 1 past the table's sizes.
+    double tree_allreduce_factor(Bytes bytes) const;
 };
 
 // One row of `cuboid list gpus|nodes|networks`.

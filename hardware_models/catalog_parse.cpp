@@ -119,6 +119,15 @@ NcclConstants parse_nccl(const YamlReader& r) {
     c.net_ring_step = microseconds(number_in(r, "net_ring_step_us", 0.0, 1e5));
     c.net_tree_step = microseconds(number_in(r, "net_tree_step_us", 0.0, 1e5));
     c.net_overhead = microseconds(number_in(r, "net_overhead_us", 0.0, 1e5));
+    const YamlReader table = r.at("tree_allreduce_correction");
+    for (const YamlReader& item : table.items()) {
+        const double f = item.number();
+        if (f <= 0.0 || f > 1.0) item.fail(fmt::format("{} is out of range (0, 1]", f));
+        c.tree_allreduce_correction.push_back(f);
+    }
+    // 2^57 x 64 B is past any buffer; a longer table would only hold unreachable entries.
+    if (c.tree_allreduce_correction.empty() || c.tree_allreduce_correction.size() > 57)
+        table.fail("a list of 1 to 57 factors is expected, one per power-of-two size from 64 B");
     c.source = r.text_or("source", "");
     return c;
 }

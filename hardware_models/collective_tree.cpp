@@ -30,6 +30,11 @@ sim::TransferPlan tree_plan(const PlanContext& ctx, Bytes bytes, std::span<const
     int ppn = 1;
     for (const auto& members : g.nodes) ppn = std::max(ppn, static_cast<int>(members.size()));
     const Bytes per_edge = bytes / (2.0 * channels);
+    // NCCL's correction of tree bandwidth at medium sizes (nccl.yaml): every link use of the
+    // tree weighs 1/factor more, so the tree gets factor x the rate it would otherwise get, alone
+    // or sharing links. The flows keep their bytes; a link's load counts the weight, as it does
+    // for protocol efficiency.
+    const double slowdown = 1.0 / ctx.costs.nccl.tree_allreduce_factor(bytes);
     for (int c = 0; c < channels; ++c) {
         for (int tree = 0; tree < 2; ++tree) {
             FlowBuilder flow(ctx);
@@ -48,7 +53,9 @@ sim::TransferPlan tree_plan(const PlanContext& ctx, Bytes bytes, std::span<const
                 flow.hop(child, parent);
                 flow.hop(parent, child);
             }
-            phase.flows.push_back(flow.flow(per_edge));
+            sim::Flow f = flow.flow(per_edge);
+            for (auto& use : f.links) use.weight *= slowdown;
+            phase.flows.push_back(std::move(f));
         }
     }
     // NCCL tree latency (hardware.md §6.3): base + 2 ((ppn-1) intra + log2(N) net).

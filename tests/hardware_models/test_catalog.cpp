@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/catalog_data.hpp"
 #include "hardware_models/errors.hpp"
 
 using namespace cuboid;
@@ -99,6 +101,46 @@ TEST_CASE("catalog: a value of the wrong type names file, line and key", "[catal
         CHECK(e.where().key == "gpus[0].memory_gib");
         CHECK(std::string(e.what()).find("expected a number") != std::string::npos);
     }
+}
+
+TEST_CASE("catalog: NCCL's tree correction is looked up by power-of-two size class", "[catalog]") {
+    const Catalog catalog = Catalog::load_builtin();
+    const NcclConstants& nccl = catalog.nccl();
+    REQUIRE(nccl.tree_allreduce_correction.size() == 24);  // 64 B .. 1 GiB, NCCL's Simple row
+    CHECK(nccl.tree_allreduce_factor(Bytes(32)) == 1.0);   // below 64 B: no class
+    CHECK(nccl.tree_allreduce_factor(Bytes(64)) == 0.9);   // class 0
+    CHECK(nccl.tree_allreduce_factor(Bytes(1 << 20)) == 0.5);           // 2^14 x 64 B
+    CHECK(nccl.tree_allreduce_factor(Bytes((1 << 21) - 1)) == 0.5);     // still class 14
+    CHECK(nccl.tree_allreduce_factor(Bytes(1 << 24)) == 0.7);           // 16 MiB: class 18
+    CHECK(nccl.tree_allreduce_factor(Bytes(std::ldexp(1.0, 30) - 1)) == 0.9);  // class 23
+    CHECK(nccl.tree_allreduce_factor(Bytes(std::ldexp(1.0, 30))) == 1.0);      // past the table
+}
+
+TEST_CASE("catalog: a tree correction outside (0, 1] names file, line and key", "[catalog]") {
+    const BuiltinCatalogText text = builtin_catalog_text();
+    const auto parse_nccl = [&](const std::string& table) {
+        const std::string nccl =
+            "nccl:\n"
+            "  ring_base_us: 8.4\n"
+            "  tree_base_us: 8.4\n"
+            "  net_ring_step_us: 14\n"
+            "  net_tree_step_us: 14\n"
+            "  net_overhead_us: 3\n"
+            "  tree_allreduce_correction: " + table + "\n";
+        return Catalog::parse(std::string(text.gpus), std::string(text.nodes), std::string(text.networks), nccl,
+                              "dir/");
+    };
+    CHECK(parse_nccl("[0.9, 0.5]").nccl().tree_allreduce_factor(Bytes(128)) == 0.5);
+    try {
+        (void)parse_nccl("[0.9, 1.5]");
+        FAIL("expected InputError");
+    } catch (const InputError& e) {
+        CHECK(e.where().file == "dir/nccl.yaml");
+        CHECK(e.where().line == 7);
+        CHECK(e.where().key == "nccl.tree_allreduce_correction[1]");
+        CHECK(std::string(e.what()).find("(0, 1]") != std::string::npos);
+    }
+    CHECK_THROWS_AS(parse_nccl("[]"), InputError);
 }
 
 TEST_CASE("catalog: list rows describe every entry with figures and a source", "[catalog]") {

@@ -15,6 +15,16 @@ namespace {
 constexpr double kBase = 8.4e-6, kNvStep = 3.4e-6, kNetStep = 14e-6;
 constexpr double kNvLinkEff = 300e9 * 0.80;  // A100 NVLink3 per direction x efficiency
 
+// Plans every transfer with one given plan: simulates an algorithm other than the one chosen.
+class FixedPlanner : public sim::TransferPlanner {
+public:
+    explicit FixedPlanner(sim::TransferPlan plan) : plan_(std::move(plan)) {}
+    const sim::TransferPlan& plan(const sim::TransferRequest&) override { return plan_; }
+
+private:
+    sim::TransferPlan plan_;
+};
+
 // Simulated time within 1 ns of the closed form (integer picoseconds, rounding per phase).
 void check_close(Time simulated, double expected_s) {
     CHECK(to_seconds(simulated) == Approx(expected_s).margin(1e-9));
@@ -91,6 +101,25 @@ TEST_CASE("collectives: NCCL-like choice of algorithm by size and placement", "[
     // 2(15/16) S / 8 -> tree (NCCL uses tree on 2 nodes, hardware.md §5.2).
     CHECK(model.plan(OpKind::AllReduce, gibibytes(1), iota_ranks(0, 16), 0).algorithm ==
           CollectiveAlgorithm::Tree);
+}
+
+TEST_CASE("collectives: a tree all-reduce gets NCCL's bandwidth factor of its size", "[collectives]") {
+    // Two full nodes: the same tree at 16 MiB (factor 0.7, nccl.yaml) and at 2 GiB (past the
+    // table, factor 1). The plan's bytes scale with S and its latency does not, so the bandwidth
+    // term per byte differs by exactly 1 / 0.7, in the closed form and in the simulation.
+    const auto hw = Hardware::build(a100_cluster(2), Catalog::load_builtin());
+    const auto ranks = iota_ranks(0, 16);
+    const auto per_byte = [&](Bytes s) {
+        const auto tree = hw->collectives().build(CollectiveAlgorithm::Tree, OpKind::AllReduce, s, ranks, 0);
+        FixedPlanner planner(tree.plan);
+        const auto program = collective_program(16, OpKind::AllReduce, s, {ranks});
+        const Time simulated = sim::simulate(program, hw->price(program), hw->links(), planner).makespan;
+        CHECK(to_seconds(simulated) == Approx(to_seconds(tree.time)).margin(1e-9));
+        Time latency{0};
+        for (const auto& phase : tree.plan.phases) latency += phase.latency;
+        return to_seconds(tree.time - latency) / s.value;
+    };
+    CHECK(per_byte(Bytes(16.0 * 1024 * 1024)) == Approx(per_byte(gibibytes(2)) / 0.7).epsilon(1e-9));
 }
 
 TEST_CASE("collectives: multi-node rings use every NIC of a node", "[collectives]") {
