@@ -57,38 +57,35 @@ void set_partition(Scenario& s, V v, W w, C) {
     else throw InputError(w, fmt::format("unknown partition '{}'; allowed: auto, uniform", v));
 }
 
-// "[6, 8, 8, 6]" (a YAML list) or "6,8,8,6" / "6 8 8 6" (--set); the totals are checked
-// against the model and plan by validate_plan.
-void set_stage_layers(Scenario& s, V v, W w, C) {
-    std::vector<int> layers;
+// The integers >= 1 of a list: "[6, 8]" (a YAML list), "6,8" or "6 8" (--set), and "6x8" when
+// `x_separates`.
+std::vector<int> positive_ints(V v, W w, bool x_separates) {
+    std::vector<int> values;
     std::string item;
     const auto flush = [&] {
-        if (!item.empty()) layers.push_back(int_at_least(item, w, 1));
+        if (!item.empty()) values.push_back(int_at_least(item, w, 1));
         item.clear();
     };
     for (const char ch : v) {
-        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ') flush();
+        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ' || (x_separates && ch == 'x')) flush();
         else item.push_back(ch);
     }
     flush();
+    return values;
+}
+
+// "[6, 8, 8, 6]", "6,8,8,6" or "6 8 8 6"; the totals are checked against the model and plan by
+// validate_plan.
+void set_stage_layers(Scenario& s, V v, W w, C) {
+    std::vector<int> layers = positive_ints(v, w, false);
     if (layers.empty()) throw InputError(w, "expected a list of layer counts, one per model chunk");
     s.parallel.stage_layers = std::move(layers);
 }
 
-// "[4, 2]" (a YAML list), "4x2", "4,2" or "4 2": the ATP mesh d1 x d2; its product is checked
-// against parallel.tensor by validate_plan.
+// "[4, 2]", "4x2", "4,2" or "4 2": the ATP mesh d1 x d2; its product is checked against
+// parallel.tensor by validate_plan.
 void set_atp_mesh(Scenario& s, V v, W w, C) {
-    std::vector<int> sizes;
-    std::string item;
-    const auto flush = [&] {
-        if (!item.empty()) sizes.push_back(int_at_least(item, w, 1));
-        item.clear();
-    };
-    for (const char ch : v) {
-        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ' || ch == 'x') flush();
-        else item.push_back(ch);
-    }
-    flush();
+    const std::vector<int> sizes = positive_ints(v, w, true);
     if (sizes.size() != 2) throw InputError(w, fmt::format("expected two mesh sizes [d1, d2], got '{}'", v));
     s.parallel.atp_mesh = {sizes[0], sizes[1]};
 }

@@ -76,3 +76,25 @@ TEST_CASE("--set without '=' is an error naming the form", "[cli][set]") {
     CHECK(o.key == "parallel.tensor");
     CHECK(o.value == "4");
 }
+
+TEST_CASE("--set takes list values in each of their spellings", "[cli][set]") {
+    Scenario s = base();
+    apply_overrides(s, std::vector<std::string>{"parallel.stage_layers=[6, 8, 8, 6]"}, fake_names());
+    CHECK(s.parallel.stage_layers == std::vector<int>{6, 8, 8, 6});
+    apply_overrides(s, std::vector<std::string>{"parallel.stage_layers=3,5"}, fake_names());
+    CHECK(s.parallel.stage_layers == std::vector<int>{3, 5});
+    for (const std::string mesh : {"4x2", "[4, 2]", "4 2"}) {
+        apply_overrides(s, std::vector<std::string>{"parallel.atp_mesh=" + mesh}, fake_names());
+        CHECK(s.parallel.atp_mesh == std::array<int, 2>{4, 2});
+    }
+    // 'x' separates mesh sizes only; a count below 1 and a third mesh size are refused.
+    const auto layers = input_error_of(
+        [&] { apply_overrides(s, std::vector<std::string>{"parallel.stage_layers=4x2"}, fake_names()); });
+    check_located(layers, "--set", 0, "parallel.stage_layers");
+    const auto zero = input_error_of(
+        [&] { apply_overrides(s, std::vector<std::string>{"parallel.stage_layers=[4, 0]"}, fake_names()); });
+    check_located(zero, "--set", 0, "parallel.stage_layers");
+    const auto three = input_error_of(
+        [&] { apply_overrides(s, std::vector<std::string>{"parallel.atp_mesh=2x2x2"}, fake_names()); });
+    CHECK(contains(three.what(), "expected two mesh sizes"));
+}
