@@ -48,9 +48,10 @@ struct Needs {
 };
 
 // From the index rather than the op list: its 32-byte slots and per-op stream and position are
-// what the walk needs, where the list's ops are 64 bytes each and keep their dependencies apart. seen(o) is the max of seen of the
-// op before o on its stream and of seen of the op each of o's requirements names (the last op of
-// that stream o depends on: seen grows along a stream, so it covers o's other dependencies there).
+// what the walk needs, where the list's ops are 64 bytes each and keep their dependencies apart.
+// seen(o) is the max of seen of the op before o on its stream and of seen of the op each of o's
+// requirements names (the last op of that stream o depends on: seen grows along a stream, so it
+// covers o's other dependencies there).
 Needs needs(const OpListIndex& index) {
     const auto n = static_cast<std::uint32_t>(index.position.size());
     Needs r;
