@@ -136,10 +136,12 @@ std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src,
 
 // BFS from src until dst's level is complete, through switches only (of src's node, or of the
 // network); then walks back from dst choosing among equal-cost predecessors by `seed`.
-// Across the network the seed is the destination's index: InfiniBand forwards by destination
-// (linear forwarding tables), and OpenSM's fat-tree routing spreads destinations over the up-ports
-// as D-mod-K does, so each destination of a leaf comes down its own spine and shift permutations
-// (rings) see no contention (Zahavi et al., "Optimized InfiniBand fat-tree routing for shift
+// Across the network the seed is the destination NIC's port on its leaf: InfiniBand forwards by
+// destination (linear forwarding tables), and OpenSM's fat-tree routing spreads the destinations of
+// a leaf over the up-ports as D-mod-K does, so each destination of a leaf comes down its own spine
+// and shift permutations (rings) see no contention. The port, not the NIC's global number: on a
+// rail-optimized fabric a leaf holds one rail's NICs (every m-th number), and numbers modulo the
+// spine count would bring all of them down a few spines (Zahavi et al., "Optimized InfiniBand fat-tree routing for shift
 // all-to-all communication patterns", CCPE 2010).
 std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const {
     const int node = graph_[src].node;
@@ -228,8 +230,8 @@ std::vector<sim::LinkId> Topology::search_route(std::uint32_t src, std::uint32_t
     if (node_of(src) == node_of(dst)) return bfs(src, dst, true, mix((std::uint64_t(src) << 32) | dst));
     // Across nodes: GPU -> its NIC -> network switches -> the destination's NIC -> GPU.
     std::vector<sim::LinkId> path{gpu_to_nic_[src]};
-    const auto net = network_route(nic_of_gpu_[src], nic_of_gpu_[dst],
-                                   graph_[nic_of_gpu_[dst]].index + params_.nics_per_node * node_of(dst));
+    const int dst_nic = graph_[nic_of_gpu_[dst]].index + params_.nics_per_node * node_of(dst);
+    const auto net = network_route(nic_of_gpu_[src], nic_of_gpu_[dst], params_.leaf_port_of_nic(dst_nic));
     path.insert(path.end(), net.begin(), net.end());
     path.push_back(nic_to_gpu_[dst]);
     return path;

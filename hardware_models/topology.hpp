@@ -62,6 +62,15 @@ struct TopologyParams {
     double oversubscription = 1.0;
     int switch_radix = 64;
 
+    // A leaf's ports split oversubscription : 1 between NICs (down) and spines (up).
+    int leaf_down_ports() const;
+    int leaf_up_ports() const;
+    // Where NIC `nic` (numbered node * nics_per_node + local NIC) plugs in: its leaf, and its port
+    // among that leaf's down ports. A fat-tree fills leaves in NIC order; a rail-optimized fabric
+    // gives each rail (local NIC number) its own leaves, filled in node order.
+    int leaf_of_nic(int nic) const;
+    int leaf_port_of_nic(int nic) const;
+
     // Throws InputError for an impossible cluster.
     static TopologyParams resolve(const ClusterSpec& spec, const GpuSpec& gpu, const Catalog& catalog);
 };

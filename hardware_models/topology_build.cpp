@@ -40,6 +40,30 @@ TopologyParams TopologyParams::resolve(const ClusterSpec& spec, const GpuSpec& g
     return p;
 }
 
+int TopologyParams::leaf_down_ports() const {
+    const double o = oversubscription;
+    return std::max(1, static_cast<int>(std::floor(switch_radix * o / (1.0 + o))));
+}
+
+int TopologyParams::leaf_up_ports() const {
+    return std::max(1, static_cast<int>(std::ceil(leaf_down_ports() / oversubscription - 1e-9)));
+}
+
+int TopologyParams::leaf_of_nic(int nic) const {
+    const int down = leaf_down_ports(), m = nics_per_node;
+    switch (topology) {
+        case NetworkTopology::FatTree: return nic / down;
+        case NetworkTopology::RailOptimized: return (nic / m) / down * m + nic % m;
+        case NetworkTopology::SingleSwitch: return 0;
+    }
+    return 0;
+}
+
+int TopologyParams::leaf_port_of_nic(int nic) const {
+    const int down = leaf_down_ports();
+    return topology == NetworkTopology::RailOptimized ? (nic / nics_per_node) % down : nic % down;
+}
+
 struct TopologyBuilder {
     Topology& t;
     using Vertex = TopologyGraph::vertex_descriptor;
@@ -137,11 +161,6 @@ void TopologyBuilder::connect_leaves_to_spines(const std::vector<Vertex>& leaves
 
 void TopologyBuilder::build_network(const std::vector<Vertex>& nics) {
     const TopologyParams& p = t.params_;
-    const int m = p.nics_per_node;
-    const double o = p.oversubscription;
-    // Ports of a leaf split o : 1 between NICs and spines (o = 1: half and half).
-    const int down = std::max(1, static_cast<int>(std::floor(p.switch_radix * o / (1.0 + o))));
-    const int up = std::max(1, static_cast<int>(std::ceil(down / o - 1e-9)));
     const int total = static_cast<int>(nics.size());
     std::vector<Vertex> leaves;
     auto leaf_for = [&](int index) {
@@ -150,14 +169,12 @@ void TopologyBuilder::build_network(const std::vector<Vertex>& nics) {
         return leaves[index];
     };
     for (int i = 0; i < total; ++i) {
-        int leaf = 0;
-        if (p.topology == NetworkTopology::FatTree) leaf = i / down;
-        if (p.topology == NetworkTopology::RailOptimized) leaf = (i / m) / down * m + i % m;
+        const int leaf = p.leaf_of_nic(i);
         const auto& nv = t.graph_[nics[i]];
         duplex(nics[i], leaf_for(leaf), p.nic, LinkClass::Network,
                fmt::format("n{}.nic{}", nv.node, nv.index), fmt::format("leaf{}", leaf));
     }
-    connect_leaves_to_spines(leaves, up);
+    connect_leaves_to_spines(leaves, p.leaf_up_ports());
 }
 
 Topology Topology::build(const TopologyParams& params) {

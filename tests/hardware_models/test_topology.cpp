@@ -213,7 +213,7 @@ std::size_t nic_of(const TopologyGraph& g, std::uint32_t gpu) {  // GPU vertices
 TEST_CASE("topology: routes between nodes equal a per-pair search with the destination's seed", "[topology]") {
     // Routes across nodes reuse one search per source leaf for every destination; they must be
     // the very links a search per (source, destination) pair picks, seed = the destination NIC's
-    // global index (D-mod-K), on every network kind, oversubscribed, and with NICs shared by GPUs.
+    // port on its leaf (D-mod-K), on every network kind, oversubscribed, and with NICs shared by GPUs.
     TopologyParams oversubscribed = params(8, NetworkTopology::FatTree, 8);
     oversubscribed.oversubscription = 3.0;
     TopologyParams shared_nics = params(6, NetworkTopology::RailOptimized, 8);
@@ -230,7 +230,8 @@ TEST_CASE("topology: routes between nodes equal a per-pair search with the desti
             for (std::uint32_t d = 0; d < n; ++d) {
                 if (t.node_of(s) == t.node_of(d)) continue;
                 const std::size_t dst_nic = nic_of(g, d);
-                const auto seed = static_cast<std::uint64_t>(g[dst_nic].index + p.nics_per_node * t.node_of(d));
+                const auto seed = static_cast<std::uint64_t>(
+                    p.leaf_port_of_nic(g[dst_nic].index + p.nics_per_node * t.node_of(d)));
                 const auto net = reference_network_route(g, nic_of(g, s), dst_nic, seed);
                 const auto route = to_vector(t.route(s, d));
                 // GPU -> NIC, the network part, NIC -> GPU.
