@@ -5,6 +5,7 @@
 
 #include "hardware_models/catalog_parse.hpp"
 #include "hardware_models/errors.hpp"
+#include "hardware_models/physical_limits.hpp"
 #include "hardware_models/yaml_reader.hpp"
 
 namespace cuboid::hw {
@@ -74,7 +75,7 @@ static MemorySample parse_memory(const YamlReader& r) {
 static std::vector<BusBandwidthPoint> parse_table(const YamlReader& r) {
     std::vector<BusBandwidthPoint> table;
     for (const auto& item : r.items()) {
-        const BusBandwidthPoint p{number_in(item, "bytes", 1.0, 1e15), number_in(item, "bus_gb_per_s", 1e-6, 1e6)};
+        const BusBandwidthPoint p{number_in(item, "bytes", 1.0, 1e15), number_in(item, "bus_gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond)};
         if (!table.empty() && p.bytes <= table.back().bytes)
             item.at("bytes").fail("table sizes must ascend (each larger than the one before)");
         table.push_back(p);
@@ -88,8 +89,8 @@ static CollectiveSample parse_collective(const YamlReader& r) {
     s.algorithm = r.text_or("algorithm", "auto");
     s.ranks = static_cast<int>(number_in(r, "ranks", 2, 1e7));
     if (r.find("nodes")) s.nodes = static_cast<int>(number_in(r, "nodes", 1, 1e7));
-    s.alpha = microseconds(number_in(r, "alpha_us", 0.0, 1e7));
-    s.bus_gb_per_s = number_in(r, "bus_gb_per_s", 1e-6, 1e6);
+    s.alpha = microseconds(number_in(r, "alpha_us", 0.0, limits::kMaxLatencyMicroseconds));
+    s.bus_gb_per_s = number_in(r, "bus_gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond);
     if (auto t = r.find("table")) s.table = parse_table(*t);
     return s;
 }
@@ -101,7 +102,8 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
     if (auto meta = root.find("metadata"))
         for (const auto& [key, value] : meta->entries())
             if (!value.is_map() && !value.is_sequence()) p.metadata[key] = value.text();
-    if (auto launch = root.find("kernel_launch_us")) p.kernel_launch = microseconds(launch->number());
+    if (root.find("kernel_launch_us"))
+        p.kernel_launch = microseconds(number_in(root, "kernel_launch_us", 0.0, limits::kMaxLatencyMicroseconds));
     if (auto g = root.find("gemm"))
         for (const auto& item : g->items()) p.gemm.push_back(parse_gemm(item));
     if (auto b = root.find("batched_gemm"))

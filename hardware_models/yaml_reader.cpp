@@ -2,17 +2,15 @@
 
 #include <cmath>
 
+#include "hardware_models/yaml_text.hpp"
+
 namespace cuboid::hw {
 
 YamlReader::YamlReader(YAML::Node node, std::string file, std::string key)
     : node_(std::move(node)), file_(std::move(file)), key_(std::move(key)) {}
 
 YamlReader YamlReader::parse(const std::string& text, const std::string& file) {
-    try {
-        return YamlReader(YAML::Load(text), file, "");
-    } catch (const YAML::Exception& e) {
-        throw InputError({file, e.mark.line + 1, ""}, "YAML error: " + e.msg);
-    }
+    return YamlReader(load_yaml_document(text, file, "the file"), file, "");
 }
 
 InputLocation YamlReader::where() const {
@@ -51,7 +49,8 @@ std::vector<std::pair<std::string, YamlReader>> YamlReader::entries() const {
     if (!node_.IsMap()) fail("expected a map");
     std::vector<std::pair<std::string, YamlReader>> out;
     for (const auto& kv : node_) {
-        const auto name = kv.first.as<std::string>();
+        if (!kv.first.IsScalar()) YamlReader(kv.first, file_, key_).fail("a key must be a plain name, not a list or map");
+        const auto name = kv.first.Scalar();
         out.emplace_back(name, YamlReader(kv.second, file_, join_key(key_, name)));
     }
     return out;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/suggest.hpp"
 
 namespace cuboid::cli {
@@ -46,6 +47,7 @@ void apply_override(Scenario& s, const Override& o, const NameResolvers& names) 
     if (!def) throw InputError(set_at(o.key), unknown_name_message("key", o.key, candidates_for(o.key)));
     if (!def->set)
         throw InputError(set_at(o.key), "holds several values and cannot be set with --set; edit the file");
+    hw::check_utf8(o.value, set_at(o.key));  // the value may reach a JSON or CSV output
     def->set(s, o.value, set_at(o.key), SetContext{names, {}});
 }
 

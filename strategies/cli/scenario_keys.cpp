@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/physical_limits.hpp"
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/error_location.hpp"
 #include "strategies/cli/value_parse.hpp"
@@ -18,6 +19,11 @@ namespace {
 using V = std::string_view;
 using W = const InputLocation&;
 using C = const SetContext&;
+namespace L = hw::limits;
+
+void check_at_most(double value, W w, double max) {
+    if (value > max) throw InputError(w, fmt::format("must be <= {}, got {}", max, value));
+}
 
 void set_preset(Scenario& s, V v, W w, C c) {
     if (!c.names.model_preset) throw InputError(w, "model presets are not available in this build");
@@ -119,21 +125,21 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.cluster.gpus_per_node = int_at_least(v, w, 1); }},
     {"cluster.intra_node", "name", "", "nvswitch", "nvswitch | nvlink-mesh | pcie", "how GPUs of a node connect",
      [](Scenario& s, V v, W w, C) { s.cluster.intra_node = parse_suggesting(hw::parse_intra_node_kind, intra_node_words(), v, w); }},
-    {"cluster.intra_node_gbps", "number", "GB/s (1e9 bytes/s)", "from the GPU catalog", "> 0",
+    {"cluster.intra_node_gbps", "number", "GB/s (1e9 bytes/s)", "from the GPU catalog", "1.25e-10 .. 1.25e5 (1 bit/s .. 1 Pbit/s)",
      "per GPU, one direction, scale-up bandwidth",
-     [](Scenario& s, V v, W w, C) { s.cluster.intra_node_gbps = number_above(v, w, 0.0); }},
+     [](Scenario& s, V v, W w, C) { s.cluster.intra_node_gbps = number_between(v, w, L::kMinGigabytesPerSecond, L::kMaxGigabytesPerSecond); }},
     {"cluster.inter_node.kind", "name", "", "infiniband", "infiniband | roce | ethernet", "network between nodes",
      [](Scenario& s, V v, W w, C) { s.cluster.inter_node = parse_suggesting(hw::parse_inter_node_kind, inter_node_words(), v, w); }},
-    {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200", "> 0", "per NIC, one direction",
-     [](Scenario& s, V v, W w, C) { s.cluster.nic_gbps = number_above(v, w, 0.0); }},
+    {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200", "1e-9 .. 1e6 (1 bit/s .. 1 Pbit/s)", "per NIC, one direction",
+     [](Scenario& s, V v, W w, C) { s.cluster.nic_gbps = number_between(v, w, L::kMinGigabitsPerSecond, L::kMaxGigabitsPerSecond); }},
     {"cluster.inter_node.nics_per_node", "integer", "", "8", ">= 1", "network adapters per node",
      [](Scenario& s, V v, W w, C) { s.cluster.nics_per_node = int_at_least(v, w, 1); }},
     {"cluster.inter_node.topology", "name", "", "fat-tree", "fat-tree | rail-optimized | single-switch",
      "shape of the network between nodes",
      [](Scenario& s, V v, W w, C) { s.cluster.topology = parse_suggesting(hw::parse_network_topology, topology_words(), v, w); }},
-    {"cluster.inter_node.oversubscription", "number", "", "1.0", ">= 1",
+    {"cluster.inter_node.oversubscription", "number", "", "1.0", "1 .. 1000",
      "leaf down-link : up-link bandwidth ratio",
-     [](Scenario& s, V v, W w, C) { s.cluster.oversubscription = number_at_least(v, w, 1.0); }},
+     [](Scenario& s, V v, W w, C) { s.cluster.oversubscription = number_between(v, w, 1.0, L::kMaxOversubscription); }},
     {"cluster.profile", "path", "", "none", "a readable file", "calibrated hardware profile; relative to the scenario's folder",
      set_profile},
     {"training.global_batch", "integer", "sequences", "required", ">= 1", "sequences per iteration",
@@ -142,8 +148,8 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.training.micro_batch = int_at_least(v, w, 1); }},
     {"training.precision", "name", "", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8", "arithmetic of the matrix products",
      [](Scenario& s, V v, W w, C) { s.training.precision = parse_suggesting(parse_precision, precision_words(), v, w); }},
-    {"training.tokens", "number", "tokens", "none", "> 0", "tokens to train, for time to train, cost and energy",
-     [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); }},
+    {"training.tokens", "number", "tokens", "none", "> 0, <= 1e18", "tokens to train, for time to train, cost and energy",
+     [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); check_at_most(*s.training.tokens, w, L::kMaxTrainingTokens); }},
     {"parallel.tensor", "integer", "GPUs", "1", ">= 1", "tensor-parallel degree t",
      [](Scenario& s, V v, W w, C) { s.parallel.tensor = int_at_least(v, w, 1); }},
     {"parallel.pipeline", "integer", "GPUs", "1", ">= 1", "pipeline-parallel degree p (stages)",
@@ -183,10 +189,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.tp_backward_overlap", "boolean", "", "true", "true | false",
      "overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM (Megatron-LM 2022+); false: it blocks, as in Megatron-LM 2021",
      [](Scenario& s, V v, W w, C) { s.parallel.tp_backward_overlap = parse_bool(v, w); }},
-    {"cost.gpu_hour_usd", "number", "US dollars per GPU-hour", "none", ">= 0", "price for the cost of training",
-     [](Scenario& s, V v, W w, C) { s.cost.gpu_hour_usd = number_at_least(v, w, 0.0); }},
-    {"cost.node_power_kw", "number", "kW", "none", ">= 0", "power drawn by one node, for the energy of training",
-     [](Scenario& s, V v, W w, C) { s.cost.node_power_kw = number_at_least(v, w, 0.0); }},
+    {"cost.gpu_hour_usd", "number", "US dollars per GPU-hour", "none", "0 .. 1e6", "price for the cost of training",
+     [](Scenario& s, V v, W w, C) { s.cost.gpu_hour_usd = number_between(v, w, 0.0, L::kMaxGpuHourUsd); }},
+    {"cost.node_power_kw", "number", "kW", "none", "0 .. 1e4", "power drawn by one node, for the energy of training",
+     [](Scenario& s, V v, W w, C) { s.cost.node_power_kw = number_between(v, w, 0.0, L::kMaxNodePowerKw); }},
     {"sweep", "map", "", "none", "dotted key -> non-empty list of values", "axes of `cuboid sweep`", nullptr},
 });
 

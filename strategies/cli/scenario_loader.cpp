@@ -1,11 +1,14 @@
 #include "strategies/cli/scenario_loader.hpp"
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/suggest.hpp"
 
 namespace cuboid::cli {
@@ -57,11 +60,8 @@ private:
         throw InputError(where, unknown_name_message("key", name, allowed_children(prefix), prefix));
     }
 
-    void record(const std::string& key, const InputLocation& where) {
-        const auto [it, inserted] = s_.key_lines.emplace(key, where.line);
-        if (!inserted)
-            throw InputError(where, fmt::format("duplicate key (first written at line {})", it->second));
-    }
+    // Duplicate keys were refused when the text was parsed (hw::load_yaml_document).
+    void record(const std::string& key, const InputLocation& where) { s_.key_lines.emplace(key, where.line); }
 
     void set_leaf(const KeyDef& def, const YAML::Node& value, const InputLocation& where) {
         if (def.type == "list" && value.IsSequence()) return def.set(s_, joined(value, def, where), where, ctx_);
@@ -131,17 +131,7 @@ std::string read_file(const std::string& path) {
 
 Scenario load_scenario_text(const std::string& text, const std::string& file, const std::filesystem::path& base_dir,
                             const NameResolvers& names) {
-    YAML::Node root;
-    try {
-        const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-        if (documents.size() > 1)
-            throw InputError({file, documents[1].Mark().line + 1, ""},
-                             fmt::format("holds {} YAML documents ('---'); a scenario is one", documents.size()));
-        if (!documents.empty()) root = documents.front();
-    } catch (const YAML::Exception& e) {
-        throw InputError({file, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""},
-                         fmt::format("YAML syntax error (column {}): {}", e.mark.column + 1, e.msg));
-    }
+    const YAML::Node root = hw::load_yaml_document(text, file, "a scenario");
     Scenario s;
     s.source_file = file;
     if (!root.IsMap())
@@ -175,6 +165,19 @@ void check_complete(const Scenario& s) {
             throw InputError(locate(s, key), "missing: give this key or a model.preset (`cuboid list models`)");
     if (s.training.global_batch <= 0)
         throw InputError(locate(s, "training.global_batch"), "missing: sequences per iteration, an integer >= 1");
+}
+
+void check_no_ignored_keys(const Scenario& s) {
+    const auto swept = std::find_if(s.sweep.begin(), s.sweep.end(),
+                                    [](const auto& axis) { return axis.first == "parallel.tensor_mode"; });
+    const bool atp_reads_them =
+        s.parallel.tensor_mode == TensorMode::Atp ||
+        (swept != s.sweep.end() && std::find(swept->second.begin(), swept->second.end(), "atp") != swept->second.end());
+    if (atp_reads_them) return;
+    const std::string why = "only parallel.tensor_mode: atp reads this key, and the tensor mode is not atp; remove "
+                            "the key or set parallel.tensor_mode: atp";
+    if (s.parallel.atp_mesh != std::array<int, 2>{0, 0}) throw InputError(locate(s, "parallel.atp_mesh"), why);
+    if (s.parallel.atp_order != AtpOrder::Auto) throw InputError(locate(s, "parallel.atp_order"), why);
 }
 
 }  // namespace cuboid::cli

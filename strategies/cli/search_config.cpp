@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/suggest.hpp"
@@ -39,6 +40,12 @@ std::vector<T> read_list(const YAML::Node& value, const InputLocation& where, Pa
 
 std::vector<int> ints(const YAML::Node& v, const InputLocation& w, int min) {
     return read_list<int>(v, w, [min](const std::string& t, const InputLocation& l) { return int_at_least(t, l, min); });
+}
+
+// One integer: a key that bounds the search, not an axis of it.
+int single_int(const YAML::Node& v, const InputLocation& w, int min) {
+    if (!v.IsScalar()) throw InputError(w, fmt::format("expected a single integer >= {}, not a list or map", min));
+    return int_at_least(v.Scalar(), w, min);
 }
 
 // Names checked by the parser of the scenario key, kept as written (canonical names).
@@ -95,19 +102,16 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
         else if (name == "recompute") sp.recompute = names_of(v, w, parse_recompute, recompute_words());
         else if (name == "tensor_mode") sp.tensor_mode = names_of(v, w, parse_tensor_mode, tensor_mode_words());
         else if (name == "sequence_parallel") sp.sequence_parallel = read_list<bool>(v, w, parse_bool);
-        else if (name == "max_gpus") sp.max_gpus = ints(v, w, 1).front();
+        else if (name == "max_gpus") sp.max_gpus = single_int(v, w, 1);
         else throw InputError(w, unknown_name_message("key", name, search_section_keys(), prefix));
     }
 }
 
 SearchScenario load_search_scenario(const std::string& path, const NameResolvers& names) {
     const std::string text = read_text(path);
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception&) {
-        root = YAML::Node();  // the scenario loader reports the syntax error with its position
-    }
+    // Parsed whole first, so that the search: section meets the same checks (duplicate keys, UTF-8)
+    // as the rest, which the scenario loader reads with the section blanked out.
+    const YAML::Node root = hw::load_yaml_document(text, path, "a scenario");
     SearchScenario s;
     int first = -1, last = std::numeric_limits<int>::max();
     if (root.IsMap())

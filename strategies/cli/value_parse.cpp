@@ -87,4 +87,10 @@ double number_above(std::string_view text, const InputLocation& where, double bo
     return v;
 }
 
+double number_between(std::string_view text, const InputLocation& where, double min, double max) {
+    const double v = parse_number(text, where);
+    if (v < min || v > max) throw InputError(where, fmt::format("must be between {} and {}, got {}", min, max, v));
+    return v;
+}
+
 }  // namespace cuboid::cli

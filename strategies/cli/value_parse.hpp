@@ -19,5 +19,6 @@ int int_at_least(std::string_view text, const InputLocation& where, int min);
 int int_between(std::string_view text, const InputLocation& where, int min, int max);
 double number_at_least(std::string_view text, const InputLocation& where, double min);
 double number_above(std::string_view text, const InputLocation& where, double bound);
+double number_between(std::string_view text, const InputLocation& where, double min, double max);
 
 }  // namespace cuboid::cli

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/physical_limits.hpp"
+#include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/error_location.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_config.hpp"
@@ -69,7 +71,7 @@ std::vector<std::string> words(const char* const (&keys)[N]) {
 
 double read_power_w(const YAML::Node& v, const InputLocation& w) {
     if (!v.IsScalar()) throw InputError(w, "expected a number of watts");
-    return number_at_least(v.Scalar(), w, 0.0);
+    return number_between(v.Scalar(), w, 0.0, hw::limits::kMaxGpuPowerWatts);
 }
 
 void set_power(StudyCluster& c, const YAML::Node& e, const std::string& key, const StudyReader& r,
@@ -155,15 +157,6 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
     return m;
 }
 
-YAML::Node parse_yaml(const std::string& text, const std::string& file) {
-    try {
-        return YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        throw InputError({file, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""},
-                         fmt::format("YAML syntax error (column {}): {}", e.mark.column + 1, e.msg));
-    }
-}
-
 void check_top_keys(const YAML::Node& root, const StudyReader& r) {
     const std::vector<std::string> allowed{"name", "pue", "search", "clusters", "models"};
     for (auto it = root.begin(); it != root.end(); ++it)
@@ -175,17 +168,22 @@ void check_top_keys(const YAML::Node& root, const StudyReader& r) {
 }  // namespace
 
 Study load_study_text(const std::string& text, const std::string& file, const NameResolvers& names) {
-    const YAML::Node root = parse_yaml(text, file);
+    const YAML::Node root = hw::load_yaml_document(text, file, "a study");
     if (!root.IsMap()) throw InputError({file, 0, ""}, "expected a map with keys name, pue, search, clusters, models");
     const StudyReader r(file, names);
     check_top_keys(root, r);
     const hw::Catalog catalog = hw::Catalog::load_builtin();
     Study s;
     s.source_file = file;
-    s.name = root["name"].IsScalar() ? root["name"].Scalar() : std::filesystem::path(file).stem().string();
+    // IsDefined first: a missing key of a const node is invalid for every other question.
+    const YAML::Node name = root["name"];
+    if (name.IsDefined() && !name.IsNull() && !name.IsScalar())
+        throw InputError(r.at("name", name), "expected a short label, not a list or map");
+    s.name = name.IsDefined() && name.IsScalar() && !name.Scalar().empty() ? name.Scalar()
+                                                                          : std::filesystem::path(file).stem().string();
     if (const YAML::Node p = root["pue"]; p.IsDefined())
-        s.pue = number_at_least(p.IsScalar() ? p.Scalar() : "", r.at("pue", p), 1.0);
-    s.search = root["search"];
+        s.pue = number_between(p.IsScalar() ? p.Scalar() : "", r.at("pue", p), 1.0, hw::limits::kMaxPue);
+    if (const YAML::Node search = root["search"]; search.IsDefined()) s.search = search;
     const YAML::Node clusters = r.required_list(root, "clusters");
     for (std::size_t i = 0; i < clusters.size(); ++i)
         s.clusters.push_back(read_cluster(clusters[i], fmt::format("clusters[{}]", i), r, catalog));

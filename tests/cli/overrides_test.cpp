@@ -98,3 +98,11 @@ TEST_CASE("--set takes list values in each of their spellings", "[cli][set]") {
         [&] { apply_overrides(s, std::vector<std::string>{"parallel.atp_mesh=2x2x2"}, fake_names()); });
     CHECK(contains(three.what(), "expected two mesh sizes"));
 }
+
+TEST_CASE("--set values must be UTF-8", "[cli][set]") {
+    Scenario s = base();
+    const std::vector<std::string> sets{"name=caf\xE9"};
+    const auto e = input_error_of([&] { apply_overrides(s, sets, fake_names()); });
+    CHECK(e.where().key == "name");
+    CHECK_THAT(e.what(), Catch::Contains("--set") && Catch::Contains("not valid UTF-8"));
+}

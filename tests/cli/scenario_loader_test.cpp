@@ -202,3 +202,50 @@ TEST_CASE("a file with several YAML documents is an error", "[cli][loader]") {
     CHECK(e.where().line == 3);
     CHECK(contains(e.what(), "2 YAML documents"));
 }
+
+TEST_CASE("text must be UTF-8, as names reach JSON and CSV outputs", "[cli][loader]") {
+    const auto e = load_error("model:\n  preset: tiny\nname: \"caf\xE9\"\n");
+    check_located(e, "t.yaml", 3, "");
+    CHECK(contains(e.what(), "not valid UTF-8"));
+    CHECK(load("name: \"caf\xC3\xA9\"\n").name == "caf\xC3\xA9");
+}
+
+TEST_CASE("a double quote left open on the last line is an error", "[cli][loader]") {
+    const auto e = load_error("model:\n  preset: tiny\nname: \"small\n");
+    check_located(e, "t.yaml", 3, "name");
+    CHECK(contains(e.what(), "never closed"));
+}
+
+TEST_CASE("bandwidths lie between 1 bit/s and 1 Pbit/s, prices and powers below physical bounds", "[cli][loader]") {
+    const std::pair<std::string, std::string> cases[] = {
+        {"cluster:\n  intra_node_gbps: 1e-320\n", "cluster.intra_node_gbps"},
+        {"cluster:\n  intra_node_gbps: 2e5\n", "cluster.intra_node_gbps"},
+        {"cluster:\n  inter_node:\n    nic_gbps: 1e-320\n", "cluster.inter_node.nic_gbps"},
+        {"cluster:\n  inter_node:\n    nic_gbps: 2e6\n", "cluster.inter_node.nic_gbps"},
+        {"cluster:\n  inter_node:\n    oversubscription: 1e300\n", "cluster.inter_node.oversubscription"},
+        {"cost:\n  gpu_hour_usd: 1e308\n", "cost.gpu_hour_usd"},
+        {"cost:\n  node_power_kw: 1e308\n", "cost.node_power_kw"},
+        {"training:\n  tokens: 1e300\n", "training.tokens"},
+        {"cost:\n  gpu_hour_usd: .nan\n", "cost.gpu_hour_usd"},
+        {"cost:\n  node_power_kw: .inf\n", "cost.node_power_kw"},
+    };
+    for (const auto& [text, key] : cases) {
+        INFO(text);
+        const auto e = load_error(text);
+        CHECK(e.where().key == key);
+        CHECK(e.where().line >= 2);
+    }
+    const Scenario ok = load("cluster:\n  intra_node_gbps: 1.25e-10\n  inter_node:\n    nic_gbps: 1e6\n");
+    CHECK(ok.cluster.nic_gbps == 1e6);
+}
+
+TEST_CASE("ATP's mesh and order are refused when the tensor mode is not atp", "[cli][loader]") {
+    const auto mesh = input_error_of([] { check_no_ignored_keys(load("parallel:\n  tensor: 8\n  atp_mesh: [4, 2]\n")); });
+    check_located(mesh, "t.yaml", 3, "parallel.atp_mesh");
+    CHECK(contains(mesh.what(), "tensor_mode: atp"));
+    const auto order = input_error_of([] { check_no_ignored_keys(load("parallel:\n  atp_order: row-first\n")); });
+    check_located(order, "t.yaml", 2, "parallel.atp_order");
+    CHECK_NOTHROW(check_no_ignored_keys(load("parallel:\n  tensor_mode: atp\n  atp_mesh: [4, 2]\n")));
+    // A sweep over the tensor mode that includes atp keeps them for its atp points.
+    CHECK_NOTHROW(check_no_ignored_keys(load("parallel:\n  atp_mesh: [4, 2]\nsweep:\n  parallel.tensor_mode: [1d, atp]\n")));
+}

@@ -1,0 +1,144 @@
+#include "hardware_models/yaml_text.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace cuboid::hw {
+namespace {
+
+// The offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms, no surrogates,
+// nothing above U+10FFFF), or nothing when the text is valid.
+std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        std::size_t length = 0;
+        unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+        if (b < 0x80) length = 1;
+        else if (b >= 0xC2 && b <= 0xDF) length = 2;
+        else if (b == 0xE0) length = 3, lo = 0xA0;
+        else if (b >= 0xE1 && b <= 0xEC) length = 3;
+        else if (b == 0xED) length = 3, hi = 0x9F;
+        else if (b >= 0xEE && b <= 0xEF) length = 3;
+        else if (b == 0xF0) length = 4, lo = 0x90;
+        else if (b >= 0xF1 && b <= 0xF3) length = 4;
+        else if (b == 0xF4) length = 4, hi = 0x8F;
+        else return i;
+        if (i + length > s.size()) return i;
+        for (std::size_t k = 1; k < length; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + k]);
+            if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return i;
+        }
+        i += length;
+    }
+    return std::nullopt;
+}
+
+void check_file_utf8(const std::string& text, const std::string& file) {
+    const auto bad = first_invalid_utf8(text);
+    if (!bad) return;
+    int line = 1;
+    std::size_t line_start = 0;
+    for (std::size_t i = 0; i < *bad; ++i)
+        if (text[i] == '\n') ++line, line_start = i + 1;
+    throw InputError({file, line, ""},
+                     fmt::format("not valid UTF-8 (byte 0x{:02X} at column {}); save the file as UTF-8",
+                                 static_cast<unsigned char>(text[*bad]), *bad - line_start + 1));
+}
+
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+std::string child_key(const std::string& parent, const std::string& name) {
+    return parent.empty() ? name : parent + "." + name;
+}
+
+// Whether the quoted scalar that opens at text[pos] has its closing quote.
+bool quote_closed(const std::string& text, std::size_t pos) {
+    const char quote = text[pos];
+    for (std::size_t i = pos + 1; i < text.size(); ++i) {
+        if (quote == '"' && text[i] == '\\') ++i;  // an escape: the next character is not the end
+        else if (text[i] == quote) {
+            if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') ++i;  // '' is a quote inside
+            else return true;
+        }
+    }
+    return false;
+}
+
+class TreeCheck {
+public:
+    TreeCheck(const std::string& text, const std::string& file) : text_(text), file_(file) {}
+
+    void check(const YAML::Node& node, const std::string& key) const {
+        if (node.IsScalar()) return check_scalar(node, key);
+        if (node.IsSequence()) {
+            for (std::size_t i = 0; i < node.size(); ++i) check(node[i], fmt::format("{}[{}]", key, i));
+            return;
+        }
+        if (!node.IsMap()) return;
+        std::map<std::string, int> first_line;
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            const YAML::Node& k = it->first;
+            check(k, key);
+            const std::string name = k.IsScalar() ? k.Scalar() : "";
+            const std::string path = child_key(key, name);
+            if (k.IsScalar()) {
+                const auto [seen, inserted] = first_line.emplace(name, line_of(k));
+                if (!inserted)
+                    throw InputError({file_, line_of(k), path},
+                                     fmt::format("duplicate key (first written at line {})", seen->second));
+            }
+            check(it->second, path);
+        }
+    }
+
+private:
+    void check_scalar(const YAML::Node& node, const std::string& key) const {
+        if (node.Mark().is_null() || node.Tag() != "!") return;  // "!" marks a quoted or block scalar
+        const auto pos = static_cast<std::size_t>(node.Mark().pos);
+        if (pos >= text_.size() || (text_[pos] != '"' && text_[pos] != '\'')) return;
+        if (!quote_closed(text_, pos))
+            throw InputError({file_, line_of(node), key},
+                             fmt::format("the string opened with {} at column {} is never closed", text_[pos],
+                                         node.Mark().column + 1));
+    }
+
+    const std::string& text_;
+    const std::string& file_;
+};
+
+}  // namespace
+
+void check_utf8(std::string_view text, const InputLocation& where) {
+    if (const auto bad = first_invalid_utf8(text))
+        throw InputError(where, fmt::format("not valid UTF-8 (byte 0x{:02X} at offset {})",
+                                            static_cast<unsigned char>(text[*bad]), *bad));
+}
+
+std::vector<YAML::Node> load_yaml_documents(const std::string& text, const std::string& file) {
+    check_file_utf8(text, file);
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(text);
+    } catch (const YAML::Exception& e) {
+        throw InputError({file, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""},
+                         fmt::format("YAML syntax error (column {}): {}", e.mark.column + 1, e.msg));
+    }
+    const TreeCheck tree(text, file);
+    for (const auto& d : documents) tree.check(d, "");
+    return documents;
+}
+
+YAML::Node load_yaml_document(const std::string& text, const std::string& file, const std::string& what) {
+    const std::vector<YAML::Node> documents = load_yaml_documents(text, file);
+    if (documents.size() > 1)
+        throw InputError({file, line_of(documents[1]), ""},
+                         fmt::format("holds {} YAML documents ('---'); {} is one", documents.size(), what));
+    return documents.empty() ? YAML::Node() : documents.front();
+}
+
+}  // namespace cuboid::hw
