@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "hardware_models/collective_builders.hpp"
+#include "sim/time_overflow.hpp"
 
 namespace cuboid::hw {
 
@@ -185,7 +186,7 @@ Time CollectiveModel::closed_form(const sim::TransferPlan& plan) const {
             slowest = std::max(slowest, load / links[uses[i].first].bandwidth.value);
             i = j;
         }
-        total += phase.latency + to_time(slowest);
+        total += phase.latency + checked_time(slowest);
     }
     return total;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/errors.hpp"
+#include "sim/time_overflow.hpp"
 
 namespace cuboid::hw {
 
@@ -69,11 +70,11 @@ Time ComputeModel::duration(const sim::Op& op) const {
     if (op.kind == sim::OpKind::HostDispatch) return host_dispatch(op);
     const Time launch = profile_ && profile_->kernel_launch ? *profile_->kernel_launch : gpu_.kernel_launch;
     Time memory = kTimeZero;
-    if (op.bytes.value > 0.0) memory = transfer_time(op.bytes, memory_rate(op.kind, op.bytes));
+    if (op.bytes.value > 0.0) memory = checked_transfer_time(op.bytes, memory_rate(op.kind, op.bytes));
     Time math = kTimeZero;
     if (op.flops.value > 0.0) {
         const FlopsPerSecond rate = sim::is_gemm(op.kind) ? gemm_rate(op) : gpu_.peak_fp32;
-        math = compute_time(op.flops, rate);
+        math = checked_compute_time(op.flops, rate);
     }
     return launch + std::max(math, memory);
 }

@@ -6,6 +6,7 @@
 
 #include "hardware_models/collectives.hpp"
 #include "hardware_models/profile.hpp"
+#include "sim/time_overflow.hpp"
 
 namespace cuboid::hw {
 namespace {
@@ -193,7 +194,7 @@ CollectiveCost CollectiveSample::cost(double bytes) const {
     const double factor = bus_factor(kind, ranks);
     if (table.empty()) return {alpha, bytes * factor / (bus_gb_per_s * 1e9)};
     const double seconds = table_seconds(*this, bytes, factor);
-    const Time latency = std::min(alpha, to_time(seconds));
+    const Time latency = std::min(alpha, checked_time(seconds));
     return {latency, std::max(0.0, seconds - to_seconds(latency))};
 }
 

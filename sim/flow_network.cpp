@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/time_overflow.hpp"
+
 namespace cuboid::sim {
 namespace {
 
@@ -22,7 +24,7 @@ constexpr double kTieFraction = 1e-12;
 // before its last byte has moved. Zero when what is left counts as delivered.
 std::int64_t ticks_to_deliver(double remaining, double done_below, double rate) {
     if (!(remaining > done_below)) return 0;
-    return static_cast<std::int64_t>(std::ceil(remaining / rate / kSecondsPerTick));
+    return checked_ticks(std::ceil(remaining / rate / kSecondsPerTick));
 }
 
 }  // namespace

@@ -5,16 +5,20 @@
 #include <vector>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/errors.hpp"
 #include "strategies/host_dispatch.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "strategies/program_symmetry.hpp"
+#include "sim/time_overflow.hpp"
 #include "sim/trace_writer.hpp"
 #include "strategies/run_figures.hpp"
 
 namespace cuboid {
 
-RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
+namespace {
+
+RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     // The built-in catalog, parsed at most once: the partitioner reads it, and without a given
     // hardware model the model is built from it.
     std::optional<hw::Catalog> loaded;
@@ -64,6 +68,17 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
     r.fingerprint = sim.fingerprint;
     r.sim_fold_factor = sim.fold_factor;
     return r;
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
+    try {
+        return simulate_scenario(sc, options);
+    } catch (const TimeOverflow& e) {
+        // Each input is in its range, but together they give a time no clock holds: an input error.
+        throw InputError({sc.source_file, 0, ""}, e.what());
+    }
 }
 
 }  // namespace cuboid
