@@ -48,6 +48,11 @@ Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
     const auto keys = apply_overrides(s, request.sets, names);
     if (overridden) *overridden = keys;
     check_complete(s);
+    try {
+        check_no_ignored_keys(s);
+    } catch (const InputError& e) {
+        throw located(e, s, keys);
+    }
     return s;
 }
 

@@ -29,4 +29,9 @@ InputLocation locate(const Scenario& s, const std::string& key);
 // preset, the global batch).
 void check_complete(const Scenario& s);
 
+// Throws InputError when a key is given that the chosen mode ignores: parallel.atp_mesh or
+// parallel.atp_order with a tensor_mode other than atp (a sweep over tensor_mode that includes
+// atp may keep them, as the atp points read them).
+void check_no_ignored_keys(const Scenario& s);
+
 }  // namespace cuboid::cli

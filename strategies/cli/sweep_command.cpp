@@ -30,6 +30,7 @@ Scenario base_scenario(const SweepRequest& request, const NameResolvers& names) 
                          "the scenario has no sweep: section; use cuboid run for a single plan, or add a "
                          "sweep: map of dotted keys to lists (docs/scenario.md)");
     reject_swept_overrides(s.sweep, apply_overrides(s, request.sets, names));
+    check_no_ignored_keys(s);
     return s;
 }
 

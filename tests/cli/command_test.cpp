@@ -165,3 +165,27 @@ TEST_CASE("run --fold gives the full run's result with fewer events; misplaced s
     CHECK(run.code == 2);
     CHECK(contains(run.err, "--no-fold"));
 }
+
+TEST_CASE("run: input errors of every kind exit 2 naming where, never an internal error", "[cli][main]") {
+    // A name that is not UTF-8 would break the JSON output: refused at --set.
+    const auto utf8 = run_cli(with({"run", kDefault, "--json", "-", "--set", "name=caf\xE9"}, kSmall));
+    CHECK(utf8.code == 2);
+    CHECK(contains(utf8.err, "--set: 'name': not valid UTF-8"));
+    // Bandwidths below 1 bit/s are refused at their key (they used to overflow the clock).
+    for (const char* set : {"cluster.intra_node_gbps=1e-320", "cluster.inter_node.nic_gbps=1e-320"}) {
+        const auto o = run_cli(with({"run", kDefault, "--set", set}, kSmall));
+        CHECK(o.code == 2);
+        CHECK(contains(o.err, std::string(set).substr(0, std::string(set).find('='))));
+        CHECK_FALSE(contains(o.err, "internal error"));
+    }
+    // 1 bit/s is a physical bandwidth, but a gradient all-reduce at that rate takes longer than the
+    // clock holds: an input error naming the scenario, not "event scheduled in the past".
+    const auto slow = run_cli(with({"run", kDefault, "--set", "cluster.inter_node.nic_gbps=1e-9"}, kSmall));
+    CHECK(slow.code == 2);
+    CHECK(contains(slow.err, "default.yaml: a simulated duration of"));
+    CHECK(contains(slow.err, "beyond the simulator's clock"));
+    // ATP's mesh with the 1d mode would be silently ignored.
+    const auto atp = run_cli(with({"run", kDefault, "--set", "parallel.atp_mesh=4x2"}, kSmall));
+    CHECK(atp.code == 2);
+    CHECK(contains(atp.err, "--set: 'parallel.atp_mesh': only parallel.tensor_mode: atp reads this key"));
+}
