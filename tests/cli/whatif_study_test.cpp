@@ -122,3 +122,41 @@ TEST_CASE("every study in scenarios/studies loads", "[whatif]") {
     }
     CHECK(count >= 1);
 }
+
+TEST_CASE("a study's own errors: empty lists, PUE, duplicate keys, a scalar where a map is wanted", "[whatif]") {
+    const std::string models = kModels, clusters = kClusters;
+    const InputError no_models = study_error(std::string(kHead) + "models: []\n" + clusters);
+    CHECK(no_models.where().key == "models");
+    CHECK(no_models.where().line == 5);
+    for (const std::string pue : {"-1", "0.5", "1e300", ".nan", "[1]"}) {
+        const InputError e = study_error("pue: " + pue + "\n" + models + clusters);
+        CHECK(e.where().key == "pue");
+        CHECK(e.where().line == 1);
+    }
+    const InputError twice = study_error(std::string(kHead) + models + clusters + "pue: 2\n");
+    CHECK(twice.where().key == "pue");
+    CHECK_THAT(twice.what(), Catch::Contains("duplicate key"));
+    const InputError search_dup = study_error("search: {tensor: [1], tensor: [2]}\n" + models + clusters);
+    CHECK(search_dup.where().key == "search.tensor");
+    const InputError scalar = study_error("search: 4\n" + models + clusters);
+    CHECK(scalar.where().key == "search");
+    const InputError max_gpus = study_error("search: {max_gpus: [8, 16]}\n" + models + clusters);
+    CHECK(max_gpus.where().key == "search.max_gpus");
+    const InputError entry = study_error(models + "clusters: [3]\n");
+    CHECK(entry.where().key == "clusters[0]");
+}
+
+TEST_CASE("a study without name: or search: runs (both are optional)", "[whatif]") {
+    // One GPU: the default search space holds a single plan, so the run is quick.
+    const std::string path = write_study("bare.yaml",
+                                         "models:\n"
+                                         "  - {name: m, layers: 2, hidden: 256, heads: 4, seq_len: 256, vocab: 1000,\n"
+                                         "     tokens: 1e9, global_batch: 4}\n"
+                                         "clusters:\n"
+                                         "  - {name: c, gpu: a100-sxm-80gb, nodes: 1, gpus_per_node: 1, gpu_hour_usd: 1}\n");
+    const Study s = load_study_file(path, builtin_name_resolvers());
+    CHECK(s.name == "cuboid-whatif-test-bare");
+    const Outcome o = run_cli({"whatif", path, "--json", "-"});
+    INFO(o.err);
+    CHECK(o.code == 0);
+}
