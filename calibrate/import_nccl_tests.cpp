@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
         }
         po::notify(vm);
         if (o.files.empty()) throw std::runtime_error("no nccl-tests result files given");
+        // A collective spans at least two ranks on at least one node; 0 or a negative count is a typo.
+        if (vm.count("ranks") && o.ranks < 2)
+            throw std::runtime_error("--ranks: expected an integer >= 2, got " + std::to_string(o.ranks));
+        if (o.nodes < 1) throw std::runtime_error("--nodes: expected an integer >= 1, got " + std::to_string(o.nodes));
         return run(o);
     } catch (const std::exception& e) {
         std::cerr << "cuboid-import-nccl-tests: " << e.what() << "\n";

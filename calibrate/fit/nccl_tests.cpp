@@ -102,12 +102,13 @@ void parse_csv(const std::string& text, NcclTestsRun& run) {
     std::string line;
     std::getline(in, line);
     const auto header = split(line, ',');
-    int size_col = -1, time_col = -1, type_col = -1;
+    int size_col = -1, time_col = -1, type_col = -1, busbw_col = -1;
     double time_unit = 0.0;
     for (int i = 0; i < int(header.size()); ++i) {
         const std::string& h = header[i];
         if (size_col < 0 && h.rfind("size", 0) == 0) size_col = i;
         if (type_col < 0 && h == "type") type_col = i;
+        if (busbw_col < 0 && h.rfind("busbw", 0) == 0) busbw_col = i;
         if (time_col < 0 && h.rfind("time", 0) == 0) {
             time_col = i;
             time_unit = h.find("(ns)") != std::string::npos ? 1e-9 : h.find("(us)") != std::string::npos ? 1e-6 : 0.0;
@@ -121,6 +122,14 @@ void parse_csv(const std::string& text, NcclTestsRun& run) {
         const auto size = int(f.size()) > size_col ? number(f[size_col]) : std::nullopt;
         const auto time = int(f.size()) > time_col ? number(f[time_col]) : std::nullopt;
         if (!size || !time) fail(run.source, "line " + std::to_string(number_of_line) + ": expected numbers: " + line);
+        // The bus bandwidth is derived from the time again, but a row whose own is not a positive
+        // number (nan, inf: a failed measurement) cannot be trusted.
+        if (busbw_col >= 0) {
+            const auto busbw = int(f.size()) > busbw_col ? number(f[busbw_col]) : std::nullopt;
+            if (!busbw || *busbw <= 0.0)
+                fail(run.source, "line " + std::to_string(number_of_line) + ": the bus bandwidth must be a number > 0, got '" +
+                                     (int(f.size()) > busbw_col ? f[busbw_col] : std::string()) + "': " + line);
+        }
         add_point(run, *size, type_col >= 0 && int(f.size()) > type_col ? f[type_col] : "", *time * time_unit);
     }
 }

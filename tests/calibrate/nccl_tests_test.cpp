@@ -147,3 +147,14 @@ TEST_CASE("nccl-tests import: the written profile reproduces the measured all-re
         CHECK(table_error / rows.size() < 0.04);
     }
 }
+
+TEST_CASE("nccl-tests CSV: a bus bandwidth that is not a positive number is refused", "[calibrate]") {
+    NcclTestsHints hints;
+    hints.kind = "all-reduce";
+    hints.ranks = 8;
+    const std::string head = "size(B),count,type,time(ns),busbw(GB/s)\n1024,256,float,5000,1.5\n";
+    for (const std::string bad : {"nan", "-nan", "inf", "0", "x"})
+        CHECK_THROWS_WITH(parse_nccl_tests(head + "2048,512,float,6000," + bad + "\n", "bench.csv", hints),
+                          Catch::Contains("bench.csv") && Catch::Contains("line 3") && Catch::Contains("bus bandwidth"));
+    CHECK(parse_nccl_tests(head + "2048,512,float,6000,2.5\n", "bench.csv", hints).points.size() == 2);
+}
