@@ -167,17 +167,34 @@ void check_complete(const Scenario& s) {
         throw InputError(locate(s, "training.global_batch"), "missing: sequences per iteration, an integer >= 1");
 }
 
+namespace {
+
+// Whether a sweep over `key` includes `value`: then the points with that value read the keys that
+// only `value` reads.
+bool sweep_includes(const Scenario& s, const std::string& key, const std::string& value) {
+    const auto axis = std::find_if(s.sweep.begin(), s.sweep.end(), [&](const auto& a) { return a.first == key; });
+    return axis != s.sweep.end() && std::find(axis->second.begin(), axis->second.end(), value) != axis->second.end();
+}
+
+bool sweeps(const Scenario& s, const std::string& key) {
+    return std::any_of(s.sweep.begin(), s.sweep.end(), [&](const auto& a) { return a.first == key; });
+}
+
+}  // namespace
+
 void check_no_ignored_keys(const Scenario& s) {
-    const auto swept = std::find_if(s.sweep.begin(), s.sweep.end(),
-                                    [](const auto& axis) { return axis.first == "parallel.tensor_mode"; });
-    const bool atp_reads_them =
-        s.parallel.tensor_mode == TensorMode::Atp ||
-        (swept != s.sweep.end() && std::find(swept->second.begin(), swept->second.end(), "atp") != swept->second.end());
-    if (atp_reads_them) return;
-    const std::string why = "only parallel.tensor_mode: atp reads this key, and the tensor mode is not atp; remove "
-                            "the key or set parallel.tensor_mode: atp";
-    if (s.parallel.atp_mesh != std::array<int, 2>{0, 0}) throw InputError(locate(s, "parallel.atp_mesh"), why);
-    if (s.parallel.atp_order != AtpOrder::Auto) throw InputError(locate(s, "parallel.atp_order"), why);
+    if (s.parallel.tensor_mode != TensorMode::Atp && !sweep_includes(s, "parallel.tensor_mode", "atp")) {
+        const std::string why = "only parallel.tensor_mode: atp reads this key, and the tensor mode is not atp; "
+                                "remove the key or set parallel.tensor_mode: atp";
+        if (s.parallel.atp_mesh != std::array<int, 2>{0, 0}) throw InputError(locate(s, "parallel.atp_mesh"), why);
+        if (s.parallel.atp_order != AtpOrder::Auto) throw InputError(locate(s, "parallel.atp_order"), why);
+    }
+    // Given layer counts replace the partitioner, so a non-default partition method would do nothing.
+    if ((!s.parallel.stage_layers.empty() || sweeps(s, "parallel.stage_layers")) &&
+        (s.parallel.partition != PartitionMethod::Auto || sweeps(s, "parallel.partition")))
+        throw InputError(locate(s, "parallel.partition"),
+                         "parallel.stage_layers gives the layers of every chunk, so the partition method is not "
+                         "used; remove one of the two");
 }
 
 }  // namespace cuboid::cli

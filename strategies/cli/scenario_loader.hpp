@@ -31,7 +31,8 @@ void check_complete(const Scenario& s);
 
 // Throws InputError when a key is given that the chosen mode ignores: parallel.atp_mesh or
 // parallel.atp_order with a tensor_mode other than atp (a sweep over tensor_mode that includes
-// atp may keep them, as the atp points read them).
+// atp may keep them, as the atp points read them), and parallel.partition other than auto beside
+// parallel.stage_layers (the layer counts replace the partitioner).
 void check_no_ignored_keys(const Scenario& s);
 
 }  // namespace cuboid::cli

@@ -250,3 +250,12 @@ TEST_CASE("ATP's mesh and order are refused when the tensor mode is not atp", "[
     // A sweep over the tensor mode that includes atp keeps them for its atp points.
     CHECK_NOTHROW(check_no_ignored_keys(load("parallel:\n  atp_mesh: [4, 2]\nsweep:\n  parallel.tensor_mode: [1d, atp]\n")));
 }
+
+TEST_CASE("a partition method beside explicit stage layers is refused: it would do nothing", "[cli][loader]") {
+    const auto e = input_error_of(
+        [] { check_no_ignored_keys(load("parallel:\n  pipeline: 2\n  stage_layers: [2, 2]\n  partition: uniform\n")); });
+    check_located(e, "t.yaml", 4, "parallel.partition");
+    CHECK(contains(e.what(), "stage_layers"));
+    CHECK_NOTHROW(check_no_ignored_keys(load("parallel:\n  pipeline: 2\n  stage_layers: [2, 2]\n")));
+    CHECK_NOTHROW(check_no_ignored_keys(load("parallel:\n  partition: uniform\n")));
+}
