@@ -81,8 +81,8 @@ public:
         }
         if (!node.IsMap()) return;
         std::map<std::string, int> first_line;
-        for (auto it = node.begin(); it != node.end(); ++it) {
-            const YAML::Node& k = it->first;
+        for (const auto& entry : node) {
+            const YAML::Node& k = entry.first;
             check(k, key);
             const std::string name = k.IsScalar() ? k.Scalar() : "";
             const std::string path = child_key(key, name);
@@ -92,7 +92,7 @@ public:
                     throw InputError({file_, line_of(k), path},
                                      fmt::format("duplicate key (first written at line {})", seen->second));
             }
-            check(it->second, path);
+            check(entry.second, path);
         }
     }
 
