@@ -68,7 +68,7 @@ static BatchedGemmSample parse_batched_gemm(const YamlReader& r) {
 }
 
 static MemorySample parse_memory(const YamlReader& r) {
-    return {r.text("kind"), number_in(r, "bytes", 1.0, 1e15), number_in(r, "gb_per_s", 1e-6, 1e6)};
+    return {r.text("kind"), number_in(r, "bytes", 1.0, 1e15), number_in(r, "gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond)};
 }
 
 // Measured sizes must ascend strictly: the interpolation brackets a size between neighbours.

@@ -38,6 +38,40 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
     return std::nullopt;
 }
 
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+std::string child_key(const std::string& parent, const std::string& name) {
+    return parent.empty() ? name : parent + "." + name;
+}
+
+// The dotted key of the first value written on `line` (1-based), or "" when none is.
+std::string key_on_line(const YAML::Node& node, int line, const std::string& key) {
+    if (node.IsScalar()) return line_of(node) == line ? key : "";
+    if (node.IsSequence())
+        for (std::size_t i = 0; i < node.size(); ++i)
+            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i)); !k.empty()) return k;
+    if (node.IsMap())
+        for (const auto& entry : node) {
+            const std::string path = child_key(key, entry.first.IsScalar() ? entry.first.Scalar() : "");
+            if (line_of(entry.first) == line) return path;
+            if (auto k = key_on_line(entry.second, line, path); !k.empty()) return k;
+        }
+    return "";
+}
+
+// The key written on `line`: the text is read again with every byte that is not ASCII made a
+// '?', only to name the key in the message.
+std::string key_at(std::string text, int line) {
+    for (char& c : text)
+        if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+    try {
+        for (const auto& d : YAML::LoadAll(text))
+            if (auto k = key_on_line(d, line, ""); !k.empty()) return k;
+    } catch (const YAML::Exception&) {
+    }
+    return "";
+}
+
 void check_file_utf8(const std::string& text, const std::string& file) {
     const auto bad = first_invalid_utf8(text);
     if (!bad) return;
@@ -45,15 +79,9 @@ void check_file_utf8(const std::string& text, const std::string& file) {
     std::size_t line_start = 0;
     for (std::size_t i = 0; i < *bad; ++i)
         if (text[i] == '\n') ++line, line_start = i + 1;
-    throw InputError({file, line, ""},
+    throw InputError({file, line, key_at(text, line)},
                      fmt::format("not valid UTF-8 (byte 0x{:02X} at column {}); save the file as UTF-8",
                                  static_cast<unsigned char>(text[*bad]), *bad - line_start + 1));
-}
-
-int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
-
-std::string child_key(const std::string& parent, const std::string& name) {
-    return parent.empty() ? name : parent + "." + name;
 }
 
 // Whether the quoted scalar that opens at text[pos] has its closing quote.

@@ -205,9 +205,8 @@ TEST_CASE("a file with several YAML documents is an error", "[cli][loader]") {
 
 TEST_CASE("text must be UTF-8, as names reach JSON and CSV outputs", "[cli][loader]") {
     const auto e = load_error("model:\n  preset: tiny\nname: \"caf\xE9\"\n");
-    CHECK(e.where().file == "t.yaml");
-    CHECK(e.where().line == 3);
-    CHECK(contains(e.what(), "t.yaml:3: not valid UTF-8 (byte 0xE9 at column 11)"));
+    check_located(e, "t.yaml", 3, "name");
+    CHECK(contains(e.what(), "t.yaml:3: 'name': not valid UTF-8 (byte 0xE9 at column 11)"));
     CHECK(load("name: \"caf\xC3\xA9\"\n").name == "caf\xC3\xA9");
 }
 

@@ -45,7 +45,9 @@ TEST_CASE("invalid UTF-8 is refused with its line", "[yaml]") {
     const InputError e = error_of("a: 1\nname: \"ab\xFF\"\n");
     CHECK(e.where().file == "f.yaml");
     CHECK(e.where().line == 2);
+    CHECK(e.where().key == "name");
     CHECK_THAT(e.what(), Catch::Contains("UTF-8") && Catch::Contains("0xFF") && Catch::Contains("column 10"));
+    CHECK(error_of("l:\n  - a\n  - {k: \"\xFE\"}\n").where().key == "l[1].k");
     CHECK_THROWS_AS(load_yaml_document("a: \xC0\xAF\n", "f.yaml", "x"), InputError);    // overlong '/'
     CHECK_THROWS_AS(load_yaml_document("a: \xED\xA0\x80\n", "f.yaml", "x"), InputError);  // a surrogate
     CHECK_THROWS_AS(load_yaml_document("a: \xE2\x82\n", "f.yaml", "x"), InputError);      // cut short
