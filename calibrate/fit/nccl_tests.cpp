@@ -64,6 +64,15 @@ void add_point(NcclTestsRun& run, double bytes, const std::string& type, double 
     run.points.push_back({"", 0, bytes, seconds, 0, "auto"});
 }
 
+// The bus bandwidth is derived from the time again, but a measured row whose own is not a
+// positive number (nan, inf: a failed measurement) cannot be trusted. (Size-0 rows print 0.)
+void check_bus_bandwidth(const NcclTestsRun& run, int number_of_line, const std::string& busbw, const std::string& line) {
+    const auto value = number(busbw);
+    if (!value || *value <= 0.0)
+        fail(run.source, "line " + std::to_string(number_of_line) + ": the bus bandwidth must be a number > 0, got '" +
+                             busbw + "': " + line);
+}
+
 // nccl-tests' text output (see the header): rows, the rank lines' hosts and the program's name.
 void parse_text(const std::string& text, NcclTestsRun& run, int& rank_lines, std::string& program) {
     static const std::regex rank_line(R"(^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+))");
@@ -92,6 +101,7 @@ void parse_text(const std::string& text, NcclTestsRun& run, int& rank_lines, std
             fail(run.source, "line " + std::to_string(number_of_line) +
                                  ": not an nccl-tests row (size count type [redop root] then out-of-place "
                                  "time algbw busbw #wrong, in-place time algbw busbw #wrong)");
+        if (*size > 0.0 && *time_us > 0.0) check_bus_bandwidth(run, number_of_line, f[f.size() - 6], line);
         add_point(run, *size, f[2], *time_us * 1e-6);
     }
 }
@@ -122,15 +132,10 @@ void parse_csv(const std::string& text, NcclTestsRun& run) {
         const auto size = int(f.size()) > size_col ? number(f[size_col]) : std::nullopt;
         const auto time = int(f.size()) > time_col ? number(f[time_col]) : std::nullopt;
         if (!size || !time) fail(run.source, "line " + std::to_string(number_of_line) + ": expected numbers: " + line);
-        // The bus bandwidth is derived from the time again, but a row whose own is not a positive
-        // number (nan, inf: a failed measurement) cannot be trusted.
-        if (busbw_col >= 0) {
-            const auto busbw = int(f.size()) > busbw_col ? number(f[busbw_col]) : std::nullopt;
-            if (!busbw || *busbw <= 0.0)
-                fail(run.source, "line " + std::to_string(number_of_line) + ": the bus bandwidth must be a number > 0, got '" +
-                                     (int(f.size()) > busbw_col ? f[busbw_col] : std::string()) + "': " + line);
-        }
-        add_point(run, *size, type_col >= 0 && int(f.size()) > type_col ? f[type_col] : "", *time * time_unit);
+        const double bytes = size.value_or(0.0), seconds = time.value_or(0.0) * time_unit;
+        if (busbw_col >= 0 && bytes > 0.0 && seconds > 0.0)
+            check_bus_bandwidth(run, number_of_line, int(f.size()) > busbw_col ? f[busbw_col] : "", line);
+        add_point(run, bytes, type_col >= 0 && int(f.size()) > type_col ? f[type_col] : "", seconds);
     }
 }
 

@@ -157,4 +157,19 @@ TEST_CASE("nccl-tests CSV: a bus bandwidth that is not a positive number is refu
         CHECK_THROWS_WITH(parse_nccl_tests(head + "2048,512,float,6000," + bad + "\n", "bench.csv", hints),
                           Catch::Contains("bench.csv") && Catch::Contains("line 3") && Catch::Contains("bus bandwidth"));
     CHECK(parse_nccl_tests(head + "2048,512,float,6000,2.5\n", "bench.csv", hints).points.size() == 2);
+    // A size-0 row prints a zero bandwidth and is skipped, not refused.
+    CHECK(parse_nccl_tests(head + "0,0,float,0,0\n2048,512,float,6000,2.5\n", "bench.csv", hints).points.size() == 2);
+}
+
+TEST_CASE("nccl-tests text: an out-of-place bus bandwidth of nan is refused with its line", "[calibrate]") {
+    const std::string head =
+        "#       size         count      type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+        "           0             0     float     0.00    0.00    0.00  0e+00     0.00    0.00    0.00  0e+00\n"
+        "     1048576        262144     float    60.00   17.48   26.21  0e+00    61.00   17.19   25.78  0e+00\n";
+    NcclTestsHints hints;
+    hints.ranks = 2;
+    CHECK_THROWS_WITH(
+        parse_nccl_tests(head + "     2097152        524288     float    70.00     nan     nan  0e+00    71.00   29.54   44.31  0e+00\n",
+                         "all_gather.log", hints),
+        Catch::Contains("all_gather.log") && Catch::Contains("line 4") && Catch::Contains("'nan'"));
 }
