@@ -99,9 +99,13 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
     const YamlReader root = YamlReader::parse(text, file);
     if (!root.is_map()) root.fail("a hardware profile is a YAML map");
     HardwareProfile p;
-    if (auto meta = root.find("metadata"))
-        for (const auto& [key, value] : meta->entries())
+    if (auto meta = root.find("metadata")) {
+        // Free-form notes, except gpu, which is checked against cluster.gpu.
+        for (const auto& [key, value] : meta->entries()) {
             if (!value.is_map() && !value.is_sequence()) p.metadata[key] = value.text();
+            else if (key == "gpu") value.fail("expected the GPU's catalog name (`cuboid list gpus`), not a list or map");
+        }
+    }
     if (root.find("kernel_launch_us"))
         p.kernel_launch = microseconds(number_in(root, "kernel_launch_us", 0.0, limits::kMaxLatencyMicroseconds));
     if (auto g = root.find("gemm"))

@@ -81,6 +81,9 @@ TEST_CASE("a hardware profile refuses duplicates, map keys and out-of-range late
     const InputError key = profile_error_of("metadata:\n  ? {a: 1}\n  : x\n");
     CHECK(key.where().file == "p.yaml");
     CHECK_THAT(key.what(), Catch::Contains("plain name"));
+    const InputError gpu = profile_error_of("metadata:\n  gpu: {name: a100}\n");
+    CHECK(gpu.where().key == "metadata.gpu");
+    CHECK(gpu.where().line == 2);
     for (const std::string v : {"1e300", "-1", ".nan", ".inf"}) {
         const InputError e = profile_error_of("kernel_launch_us: " + v + "\n");
         CHECK(e.where().key == "kernel_launch_us");
