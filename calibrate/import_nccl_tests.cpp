@@ -12,6 +12,7 @@
 #include "calibrate/fit/nccl_tests.hpp"
 #include "calibrate/fit/profile_writer.hpp"
 #include "hardware_models/catalog.hpp"
+#include "sim/output_file.hpp"
 
 namespace po = boost::program_options;
 using namespace cuboid::calibrate;
@@ -65,8 +66,7 @@ int run(const Options& o) {
     const FittedProfile profile = import_nccl_tests(runs, metadata(o, gpu, runs));
     const std::string text = "# Hardware profile from nccl-tests results (docs/calibrate.md). Regenerate with:\n#   " +
                              o.command + "\n" + profile_yaml(profile);
-    std::ofstream out(o.out);
-    if (!out || !(out << text)) throw std::runtime_error("cannot write the profile to " + o.out);
+    cuboid::sim::write_output_file(o.out, text);
     for (const auto& c : profile.collectives)
         std::cerr << cuboid::hw::collective_kind_name(c.sample.kind) << ", " << c.sample.ranks << " ranks on "
                   << c.sample.nodes << " node(s): alpha " << cuboid::to_seconds(c.sample.alpha) * 1e6 << " us, "
@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
             throw std::runtime_error("--ranks: expected an integer >= 2, got " + std::to_string(o.ranks));
         if (o.nodes < 1) throw std::runtime_error("--nodes: expected an integer >= 1, got " + std::to_string(o.nodes));
         return run(o);
+    } catch (const cuboid::sim::OutputError& e) {
+        std::cerr << "cuboid-import-nccl-tests: " << e.what() << "\n";
+        return 4;
     } catch (const std::exception& e) {
         std::cerr << "cuboid-import-nccl-tests: " << e.what() << "\n";
         return 2;

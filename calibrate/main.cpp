@@ -16,6 +16,7 @@
 #include "calibrate/fit/gpu_names.hpp"
 #include "calibrate/fit/passes.hpp"
 #include "calibrate/fit/profile_writer.hpp"
+#include "sim/output_file.hpp"
 
 namespace po = boost::program_options;
 using namespace cuboid::calibrate;
@@ -209,6 +210,9 @@ int main(int argc, char** argv) {
         }
         if (launcher_world_size() > 1) return calibrate_mpi(o, &argc, &argv);
         return calibrate(o);
+    } catch (const cuboid::sim::OutputError& e) {
+        std::cerr << "cuboid-calibrate: " << e.what() << "\n";
+        return 4;
     } catch (const std::exception& e) {
         std::cerr << "cuboid-calibrate: " << e.what() << "\n";
         return 2;

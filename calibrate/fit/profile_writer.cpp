@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "sim/output_file.hpp"
 #include "hardware_models/gpu_spec.hpp"
 
 namespace cuboid::calibrate {
@@ -156,9 +157,7 @@ std::string profile_yaml(const FittedProfile& f) {
 }
 
 void write_profile(const FittedProfile& f, const std::string& path) {
-    const std::string text = profile_yaml(f);
-    std::ofstream out(path);
-    if (!out || !(out << text)) throw std::runtime_error("cannot write the profile to " + path);
+    sim::write_output_file(path, profile_yaml(f));
 }
 
 }  // namespace cuboid::calibrate

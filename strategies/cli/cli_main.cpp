@@ -5,6 +5,7 @@
 #include <fmt/ostream.h>
 
 #include "hardware_models/errors.hpp"
+#include "sim/output_file.hpp"
 #include "strategies/cli/list_command.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/search_command.hpp"
@@ -35,7 +36,7 @@ constexpr const char* kUsage =
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
     "docs/scenario.md). Exit codes: 0 ok, 1 internal error, 2 bad input, 3 plan does not fit in\n"
-    "GPU memory.\n";
+    "GPU memory, 4 an output could not be written.\n";
 
 po::options_description visible_options() {
     po::options_description o("options");
@@ -189,7 +190,12 @@ int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
 
 int cuboid_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     try {
-        return dispatch(parse(args), out, err);
+        const int code = dispatch(parse(args), out, err);
+        sim::finish_standard_output(out);
+        return code;
+    } catch (const sim::OutputError& e) {
+        fmt::print(err, "cuboid: error: {}\n", e.what());
+        return kExitOutputFailed;
     } catch (const InputError& e) {
         fmt::print(err, "cuboid: error: {}\n", e.what());
         return kExitBadInput;

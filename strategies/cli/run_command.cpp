@@ -1,7 +1,6 @@
 #include "strategies/cli/run_command.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -9,6 +8,7 @@
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/error_location.hpp"
 #include "strategies/cli/json_result.hpp"
+#include "strategies/cli/output_target.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/text_report.hpp"
@@ -32,14 +32,6 @@ InputError located(const InputError& e, const Scenario& s, const std::vector<std
     return e;
 }
 
-// Opens an output file before the run, so that a bad path costs no simulation.
-std::ofstream open_output(const std::string& path, const char* option) {
-    std::ofstream f(path);
-    if (!f) throw InputError({path, 0, option}, "cannot write this file");
-    return f;
-}
-
-
 }  // namespace
 
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
@@ -59,12 +51,11 @@ Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
 int run_command(const RunRequest& request, std::ostream& out, std::ostream& err) {
     std::vector<std::string> overridden;
     const Scenario s = prepare_scenario(request, builtin_name_resolvers(), &overridden);
-    const bool json_to_stdout = request.json && *request.json == "-";
-    std::ofstream json_file;
-    if (request.json && !json_to_stdout) json_file = open_output(*request.json, "--json");
-
-    std::ofstream trace_file;
-    if (request.trace) trace_file = open_output(*request.trace, "--trace");
+    // Opened only now that the input is known good, and replaced only once the result exists.
+    OutputTarget json(request.json, out);
+    const bool json_to_stdout = json.to_standard_output();
+    std::optional<sim::OutputFile> trace_file;
+    if (request.trace) trace_file.emplace(*request.trace);
 
     RunResult r;
     try {
@@ -74,15 +65,18 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
             to << describe_schedule(s) << "\n";
         }
         RunOptions options;
-        if (request.trace) options.trace = &trace_file;
+        if (request.trace) options.trace = &trace_file->stream();
         options.fold = request.fold;
         r = run_scenario(s, options);
     } catch (const InputError& e) {
         throw located(e, s, overridden);
     }
 
-    if (json_to_stdout) out << result_json(s, r).dump(2) << "\n";
-    if (json_file.is_open()) json_file << result_json(s, r).dump(2) << "\n";
+    if (json.given()) {
+        json.stream() << result_json(s, r).dump(2) << "\n";
+        json.commit();
+    }
+    if (trace_file) trace_file->commit();
     if (!json_to_stdout && !request.quiet) write_report(out, s, r);
     if (r.fits_in_memory) return kExitOk;
     fmt::print(err, "cuboid: {}: the plan does not fit in GPU memory: peak {:.1f} GB > {:.1f} GB per GPU\n",

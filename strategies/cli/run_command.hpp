@@ -27,13 +27,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitOutOfMemory = 3;
+inline constexpr int kExitOutputFailed = 4;  // an output could not be written (sim::OutputError)
 
 // The scenario of a request: file, overrides, completeness check. `overridden` receives the keys
 // given with --set (errors about them point at --set, not at the file).
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
                           std::vector<std::string>* overridden = nullptr);
 
-// Throws InputError for bad input; returns kExitOk or kExitOutOfMemory.
+// Throws InputError for bad input, sim::OutputError for an output it could not write; returns kExitOk or kExitOutOfMemory.
 int run_command(const RunRequest& request, std::ostream& out, std::ostream& err);
 
 }  // namespace cuboid::cli

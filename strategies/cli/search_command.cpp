@@ -1,6 +1,5 @@
 #include "strategies/cli/search_command.hpp"
 
-#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/overrides.hpp"
+#include "strategies/cli/output_target.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_config.hpp"
@@ -62,8 +62,8 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     SearchSpace space = search_space_of(loaded);
     if (request.max_gpus) space.max_gpus = request.max_gpus;
     const Scenario base = limited_to_max_gpus(loaded.scenario, space);
-    std::ofstream csv_file = open_output_file(request.csv, "--csv");
-    std::ofstream json_file = open_output_file(request.json, "--json");
+    OutputTarget csv(request.csv, out);
+    OutputTarget json(request.json, out);
 
     HardwareCache cache(*catalog);
     SearchOptions options;
@@ -73,13 +73,15 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     const SearchResult r = run_search(base, space, names, cache, options);
 
     const int top = options.keep;
-    if (csv_file.is_open()) write_sweep_csv(csv_file, r.plans);
-    if (json_file.is_open()) json_file << search_json(r, top).dump(2) << "\n";
-    const bool csv_stdout = request.csv && *request.csv == "-";
-    const bool json_stdout = request.json && *request.json == "-";
-    if (csv_stdout) write_sweep_csv(out, r.plans);
-    if (json_stdout) out << search_json(r, top).dump(2) << "\n";
-    if (!csv_stdout && !json_stdout && !request.quiet) write_search_table(out, r, top);
+    if (csv.given()) {
+        write_sweep_csv(csv.stream(), r.plans);
+        csv.commit();
+    }
+    if (json.given()) {
+        json.stream() << search_json(r, top).dump(2) << "\n";
+        json.commit();
+    }
+    if (!csv.to_standard_output() && !json.to_standard_output() && !request.quiet) write_search_table(out, r, top);
     return search_exit_code(r, err);
 }
 

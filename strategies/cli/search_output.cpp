@@ -26,14 +26,6 @@ void write_breakdown(std::ostream& out, const RunResult& x) {
 
 }  // namespace
 
-std::ofstream open_output_file(const std::optional<std::string>& path, const char* option) {
-    std::ofstream f;
-    if (!path || *path == "-") return f;
-    f.open(*path);
-    if (!f) throw InputError({*path, 0, option}, "cannot write this file");
-    return f;
-}
-
 std::string search_summary(const SearchResult& r) {
     const SearchCounts& c = r.counts;
     return fmt::format("{} candidates: {} invalid, {} pruned by memory, {} pruned by bound, {} simulated",

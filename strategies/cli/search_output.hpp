@@ -3,7 +3,6 @@
 // (docs/search.md); the CSV is the sweep's, over the simulated plans.
 #pragma once
 
-#include <fstream>
 #include <optional>
 #include <ostream>
 
@@ -23,10 +22,6 @@ void write_search_table(std::ostream& out, const SearchResult& r, int top);
 
 // {"search": {counts, times}, "plans": [the top plans' sweep rows with "bound_s"]}.
 nlohmann::ordered_json search_json(const SearchResult& r, int top);
-
-// An output file of --csv / --json: closed for no option or "-" (standard output), else opened,
-// with an InputError at the option when it cannot be written.
-std::ofstream open_output_file(const std::optional<std::string>& path, const char* option);
 
 // The point index of the fastest plan that fits, if any.
 std::optional<std::size_t> best_plan(const SearchResult& r);

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/output_target.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -40,14 +40,6 @@ void check_request(const SweepRequest& r) {
     if (r.top && *r.top < 1) throw InputError({"", 0, "--top"}, fmt::format("expected an integer >= 1, got {}", *r.top));
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
-}
-
-std::ofstream open_output(const std::optional<std::string>& path, const char* option) {
-    std::ofstream f;
-    if (!path || *path == "-") return f;
-    f.open(*path);
-    if (!f) throw InputError({*path, 0, option}, "cannot write this file");
-    return f;
 }
 
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -151,32 +143,32 @@ int exit_code(const SweepResult& r, std::ostream& err) {
     return kExitBadInput;
 }
 
-// The outputs rank 0 (or the single process) writes.
+// The outputs rank 0 (or the single process) writes, opened once the input is known good.
 struct Outputs {
-    std::ofstream csv;
-    std::ofstream json;
+    Outputs(const SweepRequest& request, std::ostream& out) : csv(request.csv, out), json(request.json, out) {}
+    OutputTarget csv;
+    OutputTarget json;
 };
-
-Outputs open_outputs(const SweepRequest& request) {
-    return {open_output(request.csv, "--csv"), open_output(request.json, "--json")};
-}
 
 int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult& r, std::ostream& out,
                   std::ostream& err) {
-    const bool csv_stdout = request.csv && *request.csv == "-";
-    const bool json_stdout = request.json && *request.json == "-";
-    if (files.csv.is_open()) write_sweep_csv(files.csv, r);
-    if (files.json.is_open()) files.json << sweep_json(r).dump(2) << "\n";
-    if (csv_stdout) write_sweep_csv(out, r);
-    if (json_stdout) out << sweep_json(r).dump(2) << "\n";
-    if (!csv_stdout && !json_stdout && !request.quiet) write_sweep_table(out, r, request.top);
+    if (files.csv.given()) {
+        write_sweep_csv(files.csv.stream(), r);
+        files.csv.commit();
+    }
+    if (files.json.given()) {
+        files.json.stream() << sweep_json(r).dump(2) << "\n";
+        files.json.commit();
+    }
+    if (!files.csv.to_standard_output() && !files.json.to_standard_output() && !request.quiet)
+        write_sweep_table(out, r, request.top);
     return exit_code(r, err);
 }
 
 int single_process(const SweepRequest& request, std::ostream& out, std::ostream& err) {
     const auto catalog = parse_builtin_catalog();
     const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
-    Outputs files = open_outputs(request);
+    Outputs files(request, out);
     SweepResult r = prepared(base, request);
     const SweepInterrupt interrupt;
     const auto start = std::chrono::steady_clock::now();
@@ -192,19 +184,23 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
     const MpiSession mpi;
     const SweepInterrupt interrupt;
     std::exception_ptr input_error;
+    std::exception_ptr output_error;
     std::optional<SweepResult> r;
-    Outputs files;
+    std::optional<Outputs> files;
     SweepShare mine;
     const auto start = std::chrono::steady_clock::now();
     try {
         const auto catalog = parse_builtin_catalog();
         const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
-        if (mpi.rank() == 0) files = open_outputs(request);
+        if (mpi.rank() == 0) files.emplace(request, out);
         r = prepared(base, request);
         r->ranks = mpi.size();
         mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters, catalog);
     } catch (const InputError& e) {
         input_error = std::current_exception();
+        mine = SweepShare{{}, {}, e.what(), 0};
+    } catch (const sim::OutputError& e) {
+        output_error = std::current_exception();  // rank 0's alone: it opens the outputs
         mine = SweepShare{{}, {}, e.what(), 0};
     } catch (const std::exception& e) {
         mine = SweepShare{{}, {}, e.what(), 0};
@@ -217,10 +213,11 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
     int code = kExitFailure;
     try {
         if (input_error) std::rethrow_exception(input_error);  // the same bad input on every rank, said once
+        if (output_error) std::rethrow_exception(output_error);
         if (!r) throw std::runtime_error(mine.failure);
         r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         merge_shares(std::move(shares), *r, err);
-        code = write_outputs(request, files, ranked(std::move(*r)), out, err);
+        code = write_outputs(request, *files, ranked(std::move(*r)), out, err);
     } catch (...) {
         mpi.barrier();
         throw;

@@ -20,11 +20,13 @@ SweepInterrupt::SweepInterrupt() {
     g_received.store(0);
     previous_int_ = std::signal(SIGINT, on_stop_signal);
     previous_term_ = std::signal(SIGTERM, on_stop_signal);
+    previous_hup_ = std::signal(SIGHUP, on_stop_signal);  // the terminal closed: keep what was run
 }
 
 SweepInterrupt::~SweepInterrupt() {
     std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
     std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
+    std::signal(SIGHUP, previous_hup_ == SIG_ERR ? SIG_DFL : previous_hup_);
 }
 
 const std::atomic<int>& SweepInterrupt::flag() const { return g_received; }
@@ -32,6 +34,7 @@ const std::atomic<int>& SweepInterrupt::flag() const { return g_received; }
 const char* SweepInterrupt::name(int signal) {
     if (signal == SIGINT) return "SIGINT";
     if (signal == SIGTERM) return "SIGTERM";
+    if (signal == SIGHUP) return "SIGHUP";
     return "a signal";
 }
 

@@ -1,12 +1,12 @@
 #include "strategies/cli/whatif_command.hpp"
 
-#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
 #include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/output_target.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/search_output.hpp"
 #include "strategies/cli/whatif_output.hpp"
@@ -39,19 +39,21 @@ int whatif_command(const WhatifRequest& request, std::ostream& out, std::ostream
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
     const auto names = builtin_name_resolvers();
     const Study study = load_study_file(request.study_path, names);
-    std::ofstream csv_file = open_output_file(request.csv, "--csv");
-    std::ofstream json_file = open_output_file(request.json, "--json");
+    OutputTarget csv(request.csv, out);
+    OutputTarget json(request.json, out);
     const int threads =
         request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     const WhatifResult r = run_whatif(study, names, threads);
 
-    if (csv_file.is_open()) write_whatif_csv(csv_file, r);
-    if (json_file.is_open()) json_file << whatif_json(r).dump(2) << "\n";
-    const bool csv_stdout = request.csv && *request.csv == "-";
-    const bool json_stdout = request.json && *request.json == "-";
-    if (csv_stdout) write_whatif_csv(out, r);
-    if (json_stdout) out << whatif_json(r).dump(2) << "\n";
-    if (!csv_stdout && !json_stdout && !request.quiet) write_whatif_table(out, r);
+    if (csv.given()) {
+        write_whatif_csv(csv.stream(), r);
+        csv.commit();
+    }
+    if (json.given()) {
+        json.stream() << whatif_json(r).dump(2) << "\n";
+        json.commit();
+    }
+    if (!csv.to_standard_output() && !json.to_standard_output() && !request.quiet) write_whatif_table(out, r);
     return whatif_exit_code(r, err);
 }
 

@@ -13,7 +13,9 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
+#include "sim/output_file.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "validate/papers/paper_checks.hpp"
 
@@ -54,8 +56,7 @@ std::string quoted(const std::string& s) {
 }
 
 void write_csv(const std::string& path, const std::vector<PaperResult>& rows) {
-    std::ofstream out(path);
-    if (!out) throw std::runtime_error("--csv: cannot write " + path);
+    std::ostringstream out;
     out << "family,check,setup,baseline_s,strategy_s,speedup,paper,band_lo,band_hi,verdict,note\n";
     for (const PaperResult& r : rows) {
         const auto s = r.speedup();
@@ -65,6 +66,7 @@ void write_csv(const std::string& path, const std::vector<PaperResult>& rows) {
             << ',' << quoted(r.check.paper) << ',' << r.check.band_lo << ',' << r.check.band_hi << ','
             << quoted(r.verdict()) << ',' << quoted(r.note) << '\n';
     }
+    cuboid::sim::write_output_file(path, out.str());
 }
 
 }  // namespace
@@ -94,6 +96,9 @@ int main(int argc, char** argv) {
         print_table(rows);
         if (!csv.empty()) write_csv(csv, rows);
         return 0;
+    } catch (const cuboid::sim::OutputError& e) {
+        std::cerr << "cuboid-paper-check: " << e.what() << "\n";
+        return 4;
     } catch (const std::exception& e) {
         std::cerr << "cuboid-paper-check: " << e.what() << "\n";
         return 2;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/output_file.hpp"
 #include "validate/published/statistics.hpp"
 
 namespace cuboid::validate {
@@ -68,7 +69,7 @@ std::vector<HostGridPoint> estimate_host_dispatch(CheckOptions options, const Ho
     fmt::print("{:>12} {:<20} {:>8} {:>16} {:>8}\n", "dispatch_us", "sync", "MAPE", "median|ln err|", "failed");
     for (const HostSyncVariant& sync : grid.syncs) {
         for (double us : grid.dispatch_us) {
-            std::ofstream(temp) << with_host_section(base, us, sync);
+            sim::write_output_file(temp.string(), with_host_section(base, us, sync));
             HostGridPoint p = score(run_single_rows(options));
             p.dispatch_us = us;
             p.sync = sync.name;

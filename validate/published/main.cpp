@@ -18,9 +18,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "strategies/cli/allocator_settings.hpp"
+#include "sim/output_file.hpp"
 #include "validate/published/host_estimate.hpp"
 #include "validate/published/published_check.hpp"
 #include "validate/published/statistics.hpp"
@@ -88,11 +90,12 @@ bool print_summary(const std::string& set, const Summary& s, double mape_limit, 
 }
 
 void write_csv(const std::string& path, const std::vector<CheckRow>& rows) {
-    std::ofstream out(path);
+    std::ostringstream out;
     out << "set,model,plan,predicted_s,measured_s,relative_error,failure\n";
     for (const CheckRow& r : rows)
         out << r.set << ',' << r.group << ",\"" << r.label << "\"," << r.predicted_s << ',' << r.measured_s << ','
             << (r.failure.empty() ? relative_error(r.predicted_s, r.measured_s) : 0.0) << ",\"" << r.failure << "\"\n";
+    cuboid::sim::write_output_file(path, out.str());
 }
 
 // The grid of host_estimate.hpp and its minimum by MAPE.
@@ -160,6 +163,9 @@ int main(int argc, char** argv) {
         }
         if (!csv.empty()) write_csv(csv, all);
         return enforce && !ok ? 1 : 0;
+    } catch (const cuboid::sim::OutputError& e) {
+        std::cerr << "cuboid-published-check: " << e.what() << "\n";
+        return 4;
     } catch (const std::exception& e) {
         std::cerr << "cuboid-published-check: " << e.what() << "\n";
         return 2;

@@ -7,7 +7,9 @@
 #include <boost/program_options.hpp>
 
 #include "hardware_models/errors.hpp"
+#include "sim/output_file.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/output_target.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/sweep_mpi.hpp"
 #include "validate/cuda/gpu_executor.hpp"
@@ -78,26 +80,9 @@ Request parse(const std::vector<std::string>& args, std::ostream& out) {
     return r;
 }
 
-std::ofstream open_output(const std::string& path, const char* option) {
-    std::ofstream f(path);
-    if (!f) throw InputError({path, 0, option}, "cannot write this file");
-    return f;
-}
-
 // Where --csv or --json goes: a file, or standard output for "-" (as `cuboid run --json -`); the
 // table then goes to standard error, so that standard output stays machine-readable.
-struct Destination {
-    std::ofstream file;
-    bool to_stdout = false;
-};
-
-Destination open_destination(const std::optional<std::string>& path, const char* option) {
-    Destination d;
-    if (!path) return d;
-    if (*path == "-") d.to_stdout = true;
-    else d.file = open_output(*path, option);
-    return d;
-}
+using Destination = cli::OutputTarget;
 
 Scenario load(const Request& r) {
     Scenario s = cli::load_scenario_file(r.scenario, cli::builtin_name_resolvers());
@@ -116,16 +101,19 @@ int run_worker_rank(const Request& r, const Scenario& s) {
 int report(const Scenario& s, const Prediction& p, const Figures& measured, std::ostream& out, std::ostream& err,
            Destination& csv, Destination& json) {
     const Comparison c = compare(p.figures, measured, p.tokens_per_iteration);
-    std::ostream& table = csv.to_stdout || json.to_stdout ? err : out;
+    std::ostream& table = csv.to_standard_output() || json.to_standard_output() ? err : out;
     table << "scenario " << s.name << ": " << p.result.gpus << " GPUs predicted on " << p.figures.device
           << ", measured on " << (measured.device.empty() ? "?" : measured.device) << " (" << measured.gpus
           << " GPUs)\n";
     write_text(table, c);
-    if (csv.to_stdout) write_csv(out, c);
-    else if (csv.file.is_open()) write_csv(csv.file, c);
-    const auto doc = comparison_json(c, s.name).dump(2);
-    if (json.to_stdout) out << doc << "\n";
-    else if (json.file.is_open()) json.file << doc << "\n";
+    if (csv.given()) {
+        write_csv(csv.stream(), c);
+        csv.commit();
+    }
+    if (json.given()) {
+        json.stream() << comparison_json(c, s.name).dump(2) << "\n";
+        json.commit();
+    }
     return 0;
 }
 
@@ -150,7 +138,7 @@ int run(const Request& r, std::ostream& out, std::ostream& err) {
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--json"}, "--csv and --json cannot both write to standard output ('-')");
     // Opened before the run: a bad path costs no measurement.
-    Destination csv = open_destination(r.csv, "--csv"), json = open_destination(r.json, "--json");
+    Destination csv(r.csv, out), json(r.json, out);
     const Prediction p = predict(s);
     if (r.measured) return report(s, p, read_figures_file(*r.measured), out, err, csv, json);
     Figures measured;
@@ -162,7 +150,7 @@ int run(const Request& r, std::ostream& out, std::ostream& err) {
             << "\n(use --dry-run to see the execution plan, or --measured FILE to compare a saved run)\n";
         return 1;
     }
-    if (r.write_measured) open_output(*r.write_measured, "--write-measured") << to_json(measured).dump(2) << "\n";
+    if (r.write_measured) sim::write_output_file(*r.write_measured, to_json(measured).dump(2) + "\n");
     return report(s, p, measured, out, err, csv, json);
 }
 
@@ -172,7 +160,12 @@ int validate_main(const std::vector<std::string>& args, std::ostream& out, std::
     try {
         const Request r = parse(args, out);
         if (r.help) return 0;
-        return run(r, out, err);
+        const int code = run(r, out, err);
+        sim::finish_standard_output(out);
+        return code;
+    } catch (const sim::OutputError& e) {
+        err << "cuboid-validate: error: " << e.what() << "\n";
+        return 4;
     } catch (const InputError& e) {
         err << "cuboid-validate: error: " << e.what() << "\n";
         return 2;
