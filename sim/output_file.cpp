@@ -33,21 +33,35 @@ std::atomic<unsigned> g_temporaries{0};
 // Creates a fresh temporary beside `path`, readable as a new file of the user's would be (the
 // mode through the umask, as open gives it). Returns the descriptor; throws OutputError.
 int create_temporary(const std::string& path, std::string& temporary) {
-    const std::string prefix = folder_of(path) + "/." + name_of(path) + ".tmp-" + std::to_string(getpid()) + "-";
+    // Appended one piece at a time (GCC 12 warns falsely on chained string concatenation).
+    std::string prefix = folder_of(path);
+    prefix.append("/.").append(name_of(path)).append(".tmp-").append(std::to_string(getpid())).append("-");
     for (int attempt = 0; attempt < 100; ++attempt) {
-        temporary = prefix + std::to_string(g_temporaries.fetch_add(1));
+        temporary = prefix;
+        temporary.append(std::to_string(g_temporaries.fetch_add(1)));
         const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) return fd;
         if (errno != EEXIST)
-            throw OutputError(path, "cannot create a file in its folder (" + os_reason(errno) + ")");
+            throw OutputError(path,
+                              std::string("cannot create a file in its folder (").append(os_reason(errno)).append(")"));
     }
     throw OutputError(path, "cannot create a temporary file in its folder (every name taken)");
 }
 
 }  // namespace
 
+namespace {
+
+std::string output_message(const std::string& path, const std::string& reason) {
+    std::string m = "cannot write ";
+    m.append(path).append(": ").append(reason);
+    return m;
+}
+
+}  // namespace
+
 OutputError::OutputError(const std::string& path, const std::string& reason)
-    : std::runtime_error("cannot write " + path + ": " + reason), path_(path) {}
+    : std::runtime_error(output_message(path, reason)), path_(path) {}
 
 // A stream buffer over a file descriptor that remembers the first failed write's errno: an
 // ofstream would only say that something failed, not why.

@@ -88,11 +88,12 @@ TEST_CASE("an input error leaves the existing outputs byte for byte", "[cli][bin
     const fs::path bad = temp("bad.yaml"), json = temp("old.json"), trace = temp("old.trace"), csv = temp("old.csv");
     std::ofstream(bad) << "name: bad\nmodel:\n  preset: gpt-7.5b\nparallel:\n  tensor: [\n";
     for (const fs::path& p : {json, trace, csv}) std::ofstream(p) << "the result of an earlier run\n";
-    const Exit run = shell("run '" + bad.string() + "' --json '" + json.string() + "' --trace '" + trace.string() + "'");
+    const std::string outputs = "--json '" + json.string() + "' --trace '" + trace.string() + "'";
+    const Exit run = shell("run '" + bad.string() + "' " + outputs);
     CHECK(run.code == 2);
     const Exit sweep = shell("sweep '" + bad.string() + "' --json '" + json.string() + "' --csv '" + csv.string() + "'");
     CHECK(sweep.code == 2);
-    const Exit set = shell(kRun + "--set parallel.tensor=3 --json '" + json.string() + "' --trace '" + trace.string() + "'");
+    const Exit set = shell(kRun + "--set parallel.tensor=3 " + outputs);
     CHECK(set.code == 2);  // found while running, after the outputs were opened
     for (const fs::path& p : {json, trace, csv}) {
         INFO(p);
