@@ -7,7 +7,8 @@
 // the paper's speed-up or band, and whether cuboid's is in the band (or, for direction-only
 // checks, faster). A row whose strategy cannot run yet prints "not available: <why>". ATP rows
 // also print the mesh cuboid's reconstruction of ATP's cost model chooses for the interconnect.
-// Exit status 0 whatever the verdicts (they are checks to read, not gates); 2 on a usage error.
+// Exit status 0 whatever the verdicts (they are checks to read, not gates); 2 on a usage error;
+// 4 when the --csv file cannot be written.
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
