@@ -2,10 +2,12 @@
 # Installs the Debian 12 packages cuboid needs, only those missing. Needs root (or sudo).
 set -euo pipefail
 # MPI (sweeps over mpirun) and Debian's jupyter, matplotlib and pandas (the notebooks) are part of
-# the default set: their tests (labels mpi and notebooks) run in the normal test suite.
+# the default set: their tests (labels mpi and notebooks) run in the normal test suite. clang and
+# its runtime libraries build the checked build (sanitizers, libFuzzer) that scripts/test.sh runs.
 packages=(build-essential cmake ninja-build libboost-graph-dev libboost-program-options-dev
           libfmt-dev libeigen3-dev catch2 libyaml-cpp-dev nlohmann-json3-dev
           libopenmpi-dev openmpi-bin
+          clang libclang-rt-14-dev
           jupyter-nbconvert python3-nbformat python3-ipykernel python3-matplotlib python3-pandas)
 missing=()
 for p in "${packages[@]}"; do

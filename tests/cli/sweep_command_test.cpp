@@ -135,6 +135,23 @@ TEST_CASE("sweep rows do not depend on the thread count", "[cli][sweep]") {
     CHECK(one == two);
 }
 
+TEST_CASE("sweep rows are the same folded (the default) and with --no-fold", "[cli][sweep]") {
+    json folded = sweep_rows({"--threads", "2"});
+    json every_rank = sweep_rows({"--threads", "2", "--no-fold"});
+    REQUIRE(folded.size() == kPoints);
+    std::size_t fewer_events = 0;
+    for (std::size_t i = 0; i < folded.size(); ++i) {
+        // sim: the events taken (what folding saves) and the measured wall time; nothing else may differ.
+        if (folded[i].contains("sim") &&
+            folded[i]["sim"]["events"].get<std::uint64_t>() < every_rank[i]["sim"]["events"].get<std::uint64_t>())
+            ++fewer_events;
+        folded[i].erase("sim");
+        every_rank[i].erase("sim");
+    }
+    CHECK(folded == every_rank);
+    CHECK(fewer_events > 0);  // folding did happen, so the comparison means something
+}
+
 TEST_CASE("sweep --csv: a header of the swept keys, status and the run fields, one line per point",
           "[cli][sweep]") {
     const auto o = run_cli({"sweep", sweep_file(), "--csv", "-", "--threads", "2"});
