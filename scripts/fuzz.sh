@@ -67,8 +67,8 @@ fuzz_one() {
 declare -A pid_of
 status=0
 report() {
-  local h=$1 rc=$2 log=$build/fuzz-logs/$h.log
-  local runs execs corp
+  local h=$1 rc=$2
+  local log=$build/fuzz-logs/$h.log runs execs corp
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   execs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's/corp: //')

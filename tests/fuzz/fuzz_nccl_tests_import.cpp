@@ -1,8 +1,8 @@
 // cuboid-import-nccl-tests on arbitrary bytes as one results file: parse, fit, write the profile,
-// and read that profile back. The importer refuses bad files with std::runtime_error (its exit 2);
-// a profile it writes must load without error, since the simulator reads nothing else.
+// and read that profile back. The importer refuses a bad file with an exception whose message it
+// prints (exit 2); a profile it writes must load without error, since the simulator reads nothing
+// else.
 #include <cstdint>
-#include <stdexcept>
 
 #include "calibrate/fit/nccl_tests.hpp"
 #include "calibrate/fit/profile_writer.hpp"
@@ -18,10 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)cuboid::calibrate::bus_bandwidth_table(run);
         const auto fitted = cuboid::calibrate::import_nccl_tests({run}, {{"gpu", "H100-SXM-80GB"}});
         written = cuboid::calibrate::profile_yaml(fitted);
-    } catch (const std::runtime_error&) {
-        return 0;
-    } catch (const std::exception& e) {
-        cuboid::fuzz::internal_error("fuzz_nccl_tests_import", e);
+    } catch (const std::exception&) {
+        return 0;  // cuboid-import-nccl-tests prints it and exits 2
     }
     try {
         (void)cuboid::hw::HardwareProfile::parse(written, "imported-profile.yaml");
