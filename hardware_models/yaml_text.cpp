@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 namespace cuboid::hw {
 namespace {
@@ -59,15 +61,50 @@ std::string key_on_line(const YAML::Node& node, int line, const std::string& key
     return "";
 }
 
+// yaml-cpp 0.7's LoadAll never returns on some malformed text (a stray ',' or ',{' at the top
+// level: the parser keeps starting a document at a token it cannot consume, allocating a node
+// each time; fixed upstream after 0.8). Reads the documents' start events first, without
+// building nodes, and refuses the text where a document starts where the previous one did.
+class DocumentStarts : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark& mark) override { last = mark; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+    YAML::Mark last = YAML::Mark::null_mark();
+};
+
+void check_documents_end(const std::string& text, const std::string& file) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    int previous = -1;
+    while (parser.HandleNextDocument(starts)) {
+        if (starts.last.pos == previous)
+            throw InputError({file, starts.last.line + 1, ""},
+                             fmt::format("YAML syntax error (column {}): unexpected text where a value or key "
+                                         "should start",
+                                         starts.last.column + 1));
+        previous = starts.last.pos;
+    }
+}
+
 // The key written on `line`: the text is read again with every byte that is not ASCII made a
 // '?', only to name the key in the message.
 std::string key_at(std::string text, int line) {
     for (char& c : text)
         if (static_cast<unsigned char>(c) >= 0x80) c = '?';
     try {
+        check_documents_end(text, "");
         for (const auto& d : YAML::LoadAll(text))
             if (auto k = key_on_line(d, line, ""); !k.empty()) return k;
     } catch (const YAML::Exception&) {
+    } catch (const InputError&) {
     }
     return "";
 }
@@ -151,6 +188,7 @@ std::vector<YAML::Node> load_yaml_documents(const std::string& text, const std::
     check_file_utf8(text, file);
     std::vector<YAML::Node> documents;
     try {
+        check_documents_end(text, file);
         documents = YAML::LoadAll(text);
     } catch (const YAML::Exception& e) {
         throw InputError({file, e.mark.line >= 0 ? e.mark.line + 1 : 0, ""},

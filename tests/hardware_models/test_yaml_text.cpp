@@ -76,6 +76,18 @@ TEST_CASE("more than one document is refused", "[yaml]") {
     CHECK_THAT(error_of("a: 1\n---\nb: 2\n").what(), Catch::Contains("2 YAML documents") && Catch::Contains("a test file is one"));
 }
 
+TEST_CASE("a stray comma where a document starts is refused, not parsed forever", "[yaml]") {
+    // yaml-cpp 0.7's LoadAll loops on these, allocating without end (found by fuzzing).
+    for (const std::string text : {",", ",{", "a: 1\n  , {b: c,", "x: 1\n---\n,\n"}) {
+        INFO(text);
+        const InputError e = error_of(text);
+        CHECK(std::string(e.what()).find("YAML syntax error") != std::string::npos);
+    }
+    CHECK(error_of("a: 1\n  , {b: c,").where().line == 2);
+    // The same text with a byte that is not UTF-8: the UTF-8 error, whose key lookup re-reads it.
+    CHECK(std::string(error_of("a: \xFF\n,{").what()).find("UTF-8") != std::string::npos);
+}
+
 TEST_CASE("a hardware profile refuses duplicates, map keys and out-of-range latencies", "[yaml][profile]") {
     CHECK(profile_error_of("kernel_launch_us: 3\nkernel_launch_us: 4\n").where().line == 2);
     const InputError key = profile_error_of("metadata:\n  ? {a: 1}\n  : x\n");
