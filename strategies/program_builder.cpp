@@ -1,11 +1,11 @@
 #include "strategies/program_builder.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <thread>
 
 #include "sim/memory.hpp"
+#include "sim/parallel_for.hpp"
 #include "strategies/model_math.hpp"
 #include "strategies/program_groups.hpp"
 #include "strategies/stage_builder.hpp"
@@ -143,19 +143,13 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
     if (tags != nullptr) tags->assign(static_cast<std::size_t>(l.pipeline), {});
     // Stages are independent (each writes only its own OpList), so they are built in parallel;
     // the result does not depend on the thread count.
-    std::atomic<int> next{0};
-    const auto worker = [&] {
-        for (int s = next++; s < l.pipeline; s = next++) {
-            StagePlan plan = stage_plan(sc, l, layer, s, checkpointed[static_cast<std::size_t>(s)], layer_ops);
-            if (tags != nullptr) plan.tags = &(*tags)[static_cast<std::size_t>(s)];
-            build_stage(program.op_lists[static_cast<std::size_t>(s)], plan);
-        }
+    const auto build = [&](std::size_t s) {
+        StagePlan plan = stage_plan(sc, l, layer, static_cast<int>(s), checkpointed[s], layer_ops);
+        if (tags != nullptr) plan.tags = &(*tags)[s];
+        build_stage(program.op_lists[s], plan);
     };
-    const unsigned cores = threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> helpers(std::min<std::size_t>(cores, static_cast<std::size_t>(l.pipeline)) - 1);
-    for (auto& t : helpers) t = std::thread(worker);
-    worker();
-    for (auto& t : helpers) t.join();
+    const int cores = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    sim::parallel_for(static_cast<std::size_t>(l.pipeline), cores, build);
     return program;
 }
 

@@ -1,10 +1,10 @@
 #include "strategies/cli/search_run.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <limits>
-#include <thread>
+
+#include "sim/parallel_for.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -15,22 +15,10 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// f(i) for i in [0, n) on `threads` threads (the caller's among them), each index exactly once.
-template <class F>
-void parallel_for(std::size_t n, int threads, F f) {
-    std::atomic<std::size_t> next{0};
-    auto worker = [&] {
-        for (std::size_t i = next++; i < n; i = next++) f(i);
-    };
-    std::vector<std::jthread> pool;
-    for (std::size_t t = 1; t < static_cast<std::size_t>(std::max(threads, 1)) && t < n; ++t) pool.emplace_back(worker);
-    worker();
-}
-
 std::vector<CandidateCheck> check_all(const Scenario& base, const SearchCandidates& c, const NameResolvers& names,
                                       HardwareCache& hardware, int threads) {
     std::vector<CandidateCheck> checks(c.points.size());
-    parallel_for(c.points.size(), threads,
+    sim::parallel_for(c.points.size(), threads,
                  [&](std::size_t i) { checks[i] = check_candidate(base, c.axes, c.points[i], names, hardware); });
     return checks;
 }

@@ -137,7 +137,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
     ctx.fabric = &fabric;
     const std::size_t n = tp.program.ranks.size();
     std::vector<RankOutcome> outcomes(n);
-    std::vector<std::thread> threads;
+    std::vector<std::jthread> threads;  // joined also when starting one throws
     for (std::uint32_t r = 0; r < n; ++r)
         threads.emplace_back([&, r] {
             try {
@@ -148,7 +148,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
                 fabric.abort(e.what());
             }
         });
-    for (auto& t : threads) t.join();
+    threads.clear();  // joins
     Execution ex;
     ex.grads = zeros_like(params);
     ex.weights = zeros_like(params);

@@ -1,14 +1,13 @@
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <mutex>
-#include <thread>
 #include <fmt/core.h>
 
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "sim/parallel_for.hpp"
 #include "strategies/run.hpp"
 #include "validate/published/csv_table.hpp"
 #include "validate/published/published_check.hpp"
@@ -54,22 +53,14 @@ struct RowJob {
 std::vector<CheckRow> simulate_rows(const std::vector<RowJob>& jobs, const CheckOptions& options) {
     const cli::NameResolvers names = cli::builtin_name_resolvers();
     std::vector<CheckRow> rows(jobs.size());
-    std::atomic<std::size_t> next{0};
     std::size_t done = 0;
     std::mutex progress;
-    const auto work = [&] {
-        for (std::size_t i = next++; i < jobs.size(); i = next++) {
-            rows[i] = simulate_row(jobs[i].row, jobs[i].scenario_path, jobs[i].sets, names, options);
-            if (!options.progress) continue;
-            const std::lock_guard<std::mutex> lock(progress);
-            fmt::print(stderr, "[{}/{}] {} {} {}\n", ++done, jobs.size(), rows[i].set, rows[i].group, rows[i].label);
-        }
-    };
-    const std::size_t n = std::clamp<std::size_t>(options.threads, 1, std::max<std::size_t>(jobs.size(), 1));
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
+    sim::parallel_for(jobs.size(), static_cast<int>(std::min<std::size_t>(options.threads, 1024)), [&](std::size_t i) {
+        rows[i] = simulate_row(jobs[i].row, jobs[i].scenario_path, jobs[i].sets, names, options);
+        if (!options.progress) return;
+        const std::lock_guard<std::mutex> lock(progress);
+        fmt::print(stderr, "[{}/{}] {} {} {}\n", ++done, jobs.size(), rows[i].set, rows[i].group, rows[i].label);
+    });
     return rows;
 }
 
