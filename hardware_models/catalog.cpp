@@ -10,6 +10,7 @@
 #include "hardware_models/catalog_data.hpp"
 #include "hardware_models/catalog_parse.hpp"
 #include "hardware_models/errors.hpp"
+#include "hardware_models/input_file.hpp"
 
 namespace cuboid::hw {
 
@@ -20,11 +21,7 @@ Catalog Catalog::load_builtin() {
 }
 
 static std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw InputError({path, 0, ""}, "cannot read the file");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return read_input_file(path, kMaxYamlFileBytes, "catalog file");
 }
 
 Catalog Catalog::load(const std::string& dir) {

@@ -5,6 +5,7 @@
 
 #include "hardware_models/catalog_parse.hpp"
 #include "hardware_models/errors.hpp"
+#include "hardware_models/input_file.hpp"
 #include "hardware_models/physical_limits.hpp"
 #include "hardware_models/yaml_reader.hpp"
 
@@ -121,11 +122,7 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
 }
 
 HardwareProfile HardwareProfile::load(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw InputError({path, 0, "cluster.profile"}, "cannot read the hardware profile");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return parse(s.str(), path);
+    return parse(read_input_file(path, kMaxYamlFileBytes, "hardware profile"), path);
 }
 
 const CollectiveSample* HardwareProfile::collective(sim::OpKind kind, int ranks, int nodes,

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "hardware_models/collectives.hpp"
+#include "hardware_models/input_file.hpp"
 
 namespace cuboid::calibrate {
 namespace {
@@ -177,11 +178,7 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& source
 }
 
 NcclTestsRun read_nccl_tests(const std::string& path, const NcclTestsHints& hints) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return parse_nccl_tests(s.str(), path, hints);
+    return parse_nccl_tests(read_input_file(path, kMaxTableFileBytes, "nccl-tests result file"), path, hints);
 }
 
 std::vector<hw::BusBandwidthPoint> bus_bandwidth_table(const NcclTestsRun& run) {

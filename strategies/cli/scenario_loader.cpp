@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "hardware_models/input_file.hpp"
 #include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/suggest.hpp"
 
@@ -117,14 +118,7 @@ private:
 };
 
 std::string read_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw InputError({path, 0, ""}, "is a folder, not a scenario file");
-    std::ifstream in(path);
-    if (!in) throw InputError({path, 0, ""}, "cannot open the scenario file (missing or unreadable)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return read_input_file(path, kMaxYamlFileBytes, "scenario file");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "hardware_models/input_file.hpp"
 #include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -59,12 +60,7 @@ std::vector<std::string> names_of(const YAML::Node& v, const InputLocation& w, P
 }
 
 std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    if (!in || std::filesystem::is_directory(path))
-        throw InputError({path, 0, ""}, "cannot open the scenario file (missing or unreadable)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return read_input_file(path, kMaxYamlFileBytes, "scenario file");
 }
 
 // The text with the lines [first, last) made empty, so the scenario loader reads the rest with

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/input_file.hpp"
 #include "hardware_models/physical_limits.hpp"
 #include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/error_location.hpp"
@@ -198,12 +199,7 @@ Study load_study_text(const std::string& text, const std::string& file, const Na
 }
 
 Study load_study_file(const std::string& path, const NameResolvers& names) {
-    std::ifstream in(path);
-    if (!in || std::filesystem::is_directory(path))
-        throw InputError({path, 0, ""}, "cannot open the study file (missing or unreadable)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return load_study_text(text.str(), path, names);
+    return load_study_text(read_input_file(path, kMaxYamlFileBytes, "study file"), path, names);
 }
 
 Scenario pair_scenario(const Study& study, const StudyCluster& cluster, const StudyModel& model) {

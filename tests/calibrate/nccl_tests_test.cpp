@@ -117,6 +117,11 @@ TEST_CASE("nccl-tests import: errors name the file", "[calibrate]") {
                       Catch::Contains("line 1"));
 }
 
+TEST_CASE("nccl-tests import: only regular files are read (a device used to be read forever)", "[calibrate]") {
+    CHECK_THROWS_WITH(read_nccl_tests("/dev/zero", {}), Catch::Contains("/dev/zero: is not a regular file"));
+    CHECK_THROWS_WITH(read_nccl_tests("tests/calibrate", {}), Catch::Contains("is a folder"));
+}
+
 TEST_CASE("nccl-tests import: the written profile reproduces the measured all-reduce", "[calibrate]") {
     std::vector<NcclTestsRun> runs;
     for (int gpus = 2; gpus <= 8; ++gpus) runs.push_back(read_nccl_tests(csv_path(gpus), {}));

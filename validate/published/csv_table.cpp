@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hardware_models/input_file.hpp"
+
 namespace cuboid::validate {
 namespace {
 
@@ -20,8 +22,7 @@ std::vector<std::string> split(const std::string& line) {
 }  // namespace
 
 CsvTable CsvTable::read(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": cannot open");
+    std::istringstream in(read_input_file(path, kMaxTableFileBytes, "CSV table"));
     CsvTable table;
     table.path_ = path;
     std::string line;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "hardware_models/input_file.hpp"
 #include "sim/output_file.hpp"
 #include "validate/published/statistics.hpp"
 
@@ -18,11 +19,7 @@ namespace cuboid::validate {
 namespace {
 
 std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read the hardware profile " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return read_input_file(path, kMaxYamlFileBytes, "hardware profile");
 }
 
 bool top_level_key(const std::string& line) {
