@@ -1,6 +1,7 @@
 // What a scenario says about the cluster: the input of the hardware model.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -23,7 +24,8 @@ struct ClusterSpec {
     double oversubscription = 1.0;           // leaf down-link : up-link bandwidth ratio (>= 1)
     std::optional<std::string> profile;      // calibrated hardware profile (YAML); the loader resolves it from the scenario file's folder
 
-    int gpus() const { return nodes * gpus_per_node; }
+    // 64-bit: 65,536 nodes of 65,536 GPUs must read as 2^32 GPUs (and be refused), not wrap.
+    std::int64_t gpus() const { return std::int64_t{nodes} * gpus_per_node; }
 };
 
 }  // namespace cuboid::hw

@@ -48,6 +48,12 @@ struct TopologyEdge {
 using TopologyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
                                             TopologyVertex, TopologyEdge>;
 
+// The largest cluster a topology is built for (TopologyParams::resolve refuses larger ones): about
+// 40 times the largest clusters trained today, and small enough that the topology of one fits in
+// a few GiB.
+inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 22;
+inline constexpr std::int64_t kMaxClusterNics = std::int64_t{1} << 22;
+
 // The cluster resolved against the catalog: every rate the graph needs.
 struct TopologyParams {
     int nodes = 1;
@@ -87,7 +93,7 @@ public:
     const TopologyGraph& graph() const { return graph_; }
     const TopologyParams& params() const { return params_; }
 
-    int gpus() const { return params_.nodes * params_.gpus_per_node; }
+    int gpus() const { return static_cast<int>(std::int64_t{params_.nodes} * params_.gpus_per_node); }  // bounded by resolve
     int node_of(std::uint32_t gpu) const { return static_cast<int>(gpu) / params_.gpus_per_node; }
 
     // Links from GPU `src` to GPU `dst`, in order (empty when src == dst). Each pair is searched

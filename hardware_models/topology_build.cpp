@@ -18,6 +18,15 @@ TopologyParams TopologyParams::resolve(const ClusterSpec& spec, const GpuSpec& g
     if (spec.nodes > 1 && !(spec.nic_gbps > 0.0)) fail("cluster.inter_node.nic_gbps", "must be > 0");
     if (!(spec.oversubscription >= 1.0)) fail("cluster.inter_node.oversubscription", "must be >= 1");
     if (spec.intra_node_gbps && !(*spec.intra_node_gbps > 0.0)) fail("cluster.intra_node_gbps", "must be > 0");
+    // The topology holds a vertex and links per GPU and per NIC: bounded before any is built, so
+    // that a mistyped count is refused at once instead of filling memory.
+    if (spec.gpus() > kMaxClusterGpus)
+        fail("cluster.nodes", fmt::format("nodes {} x gpus_per_node {} = {} GPUs; cuboid models at most {} GPUs",
+                                          spec.nodes, spec.gpus_per_node, spec.gpus(), kMaxClusterGpus));
+    if (spec.nodes > 1 && std::int64_t{spec.nodes} * spec.nics_per_node > kMaxClusterNics)
+        fail("cluster.inter_node.nics_per_node",
+             fmt::format("nodes {} x nics_per_node {} = {} NICs; cuboid models at most {} NICs", spec.nodes,
+                         spec.nics_per_node, std::int64_t{spec.nodes} * spec.nics_per_node, kMaxClusterNics));
     const NodeKindSpec& node = catalog.node_kind(spec.intra_node);
     const NetworkKindSpec& net = catalog.network_kind(spec.inter_node);
     TopologyParams p;

@@ -1,9 +1,12 @@
 // validate_plan: every way a scenario's plan can be impossible, each reported at its key.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "strategies/plan_checker.hpp"
+
+#include "sim/checked_math.hpp"
 
 #include "strategies/layout.hpp"
 #include "strategies/partition/stage_partition.hpp"
@@ -39,19 +42,24 @@ void check_unsupported(const Checker& c, const ParallelPlan& p) {
 
 int check_degrees(const Checker& c, const Scenario& sc) {
     const ParallelPlan& p = sc.parallel;
-    const int gpus = sc.cluster.gpus();
+    // 64-bit products: a wrapped one could pass as a small valid cluster or degree.
+    const std::int64_t gpus = sc.cluster.gpus();
     c.require(gpus > 0, "cluster.nodes", "the cluster has no GPUs");
+    c.require(gpus <= std::numeric_limits<int>::max(), "cluster.nodes",
+              "nodes x gpus_per_node = " + to_string(gpus) + " GPUs exceeds " +
+                  to_string(std::numeric_limits<int>::max()) + ", the most cuboid numbers");
     c.require(p.tensor >= 1, "parallel.tensor", "must be at least 1");
     c.require(p.pipeline >= 1, "parallel.pipeline", "must be at least 1");
     c.require(p.data >= 0, "parallel.data", "must be at least 1 (or absent: derived)");
-    const int tp = p.tensor * p.pipeline;
+    const std::int64_t tp = std::int64_t{p.tensor} * p.pipeline;  // both >= 1 and below 2^31: fits
     if (p.data == 0) {
         c.require(gpus % tp == 0, "parallel.pipeline",
                   "tensor*pipeline = " + to_string(tp) + " does not divide the " + to_string(gpus) + " GPUs");
-        return gpus / tp;
+        return static_cast<int>(gpus / tp);
     }
-    c.require(tp * p.data == gpus, "parallel.data",
-              "tensor*pipeline*data = " + to_string(tp * p.data) + " but the cluster has " +
+    const std::optional<std::int64_t> total = sim::checked_mul(tp, std::int64_t{p.data});
+    c.require(total && *total == gpus, "parallel.data",
+              "tensor*pipeline*data = " + (total ? to_string(*total) : "more than 2^63") + " but the cluster has " +
                   to_string(gpus) + " GPUs");
     return p.data;
 }
@@ -105,7 +113,7 @@ void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
                   "shifted-critical-path pre-recomputes checkpointed micro-batches in the bubbles, so it needs "
                   "recompute: full or stage-aware (got " + to_string(p.recompute) + ")");
     }
-    const int chunks = p.pipeline * p.virtual_stages;
+    const std::int64_t chunks = std::int64_t{p.pipeline} * p.virtual_stages;
     c.require(sc.model.layers >= chunks, "parallel.pipeline",
               "pipeline*virtual_stages = " + to_string(chunks) + " exceeds the " +
                   to_string(sc.model.layers) + " layers (each chunk needs a layer)");
@@ -134,9 +142,10 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
               "micro_batch x heads = " + to_string(products) + " attention products exceeds " +
                   to_string(kLargestDimension) + ", the largest GEMM batch cuboid models");
     c.require(tr.global_batch >= 1, "training.global_batch", "must be at least 1");
-    c.require(tr.global_batch % (tr.micro_batch * data) == 0, "training.global_batch",
-              "must be a multiple of micro_batch*data = " + to_string(tr.micro_batch * data));
-    const int m = tr.global_batch / (tr.micro_batch * data);
+    const std::int64_t per_step = std::int64_t{tr.micro_batch} * data;  // both below 2^31: fits
+    c.require(tr.global_batch % per_step == 0, "training.global_batch",
+              "must be a multiple of micro_batch*data = " + to_string(per_step));
+    const auto m = static_cast<int>(tr.global_batch / per_step);
     check_pipeline(c, sc, m);
 
     Layout l;

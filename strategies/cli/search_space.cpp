@@ -1,6 +1,7 @@
 #include "strategies/cli/search_space.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "strategies/names.hpp"
@@ -74,7 +75,7 @@ void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out
 
 SearchSpace default_search_space(const Scenario& base) {
     SearchSpace sp;
-    sp.tensor = powers_of_two_up_to(std::min(base.cluster.gpus_per_node, base.cluster.gpus()));
+    sp.tensor = powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(base.cluster.gpus_per_node, base.cluster.gpus())));
     sp.pipeline = powers_of_two_up_to(std::max(1, base.model.layers));
     sp.micro_batch = {1, 2, 4, 8};
     sp.schedule = all_names(schedule_names());
@@ -99,15 +100,17 @@ SweepAxes search_axes() {
 
 SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) {
     SearchCandidates c{search_axes(), {}};
-    const int gpus = base.cluster.gpus();
+    // 64-bit products of values below 2^31: a wrapped one could pass as a divisor.
+    const std::int64_t gpus = base.cluster.gpus();
     const int batch = base.training.global_batch;
     for (const int t : sp.tensor)
         for (const int p : sp.pipeline) {
-            if (t < 1 || p < 1 || gpus % (t * p) != 0) continue;
-            const int d = gpus / (t * p);
+            if (t < 1 || p < 1 || gpus % (std::int64_t{t} * p) != 0) continue;
+            const std::int64_t d = gpus / (std::int64_t{t} * p);
+            if (d > batch) continue;  // fewer samples than replicas (and d fits an int below)
             for (const int mb : sp.micro_batch) {
                 if (mb < 1 || batch % (mb * d) != 0) continue;
-                add_schedules(sp, Choice{t, p, d, mb, "", 1, "", "", 1, false, 0}, c.points);
+                add_schedules(sp, Choice{t, p, static_cast<int>(d), mb, "", 1, "", "", 1, false, 0}, c.points);
             }
         }
     // The value lists of the axes (the table sizes its columns from them), in first-seen order.

@@ -58,6 +58,7 @@ SweepResult prepared(const Scenario& base, const SweepRequest& request) {
     r.name = base.name;
     r.source_file = base.source_file;
     r.axes = base.sweep;
+    check_sweep_size(base);
     r.points = sweep_points(r.axes);
     r.outcomes.resize(r.points.size());
     r.threads = request.threads.value_or(default_threads());

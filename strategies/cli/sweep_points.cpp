@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "sim/checked_math.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 
@@ -13,8 +15,20 @@ namespace cuboid::cli {
 std::size_t sweep_point_count(const SweepAxes& axes) {
     if (axes.empty()) return 0;
     std::size_t n = 1;
-    for (const auto& [key, values] : axes) n *= values.size();
+    for (const auto& [key, values] : axes)  // saturates: a count past 2^64 must not wrap to a small one
+        n = sim::checked_mul(n, values.size()).value_or(std::numeric_limits<std::size_t>::max());
     return n;
+}
+
+void check_sweep_size(const Scenario& base) {
+    const std::size_t n = sweep_point_count(base.sweep);
+    if (n <= kMaxSweepPoints) return;
+    std::string sizes;
+    for (const auto& [key, values] : base.sweep) sizes += fmt::format("{}{} {}", sizes.empty() ? "" : " x ", key, values.size());
+    const std::string count = n == std::numeric_limits<std::size_t>::max() ? "more than 2^64" : fmt::format("{}", n);
+    throw InputError(base.where("sweep"), fmt::format("{} points ({}): more than the {} points a sweep may have; "
+                                                      "split it into several sweeps",
+                                                      count, sizes, kMaxSweepPoints));
 }
 
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes) {

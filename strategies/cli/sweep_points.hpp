@@ -16,8 +16,15 @@ using SweepAxes = std::vector<std::pair<std::string, std::vector<std::string>>>;
 // One point: the value of each axis, in axis order, as written in the file.
 using SweepPoint = std::vector<std::string>;
 
-// Product of the list sizes (0 without axes).
+// Product of the list sizes (0 without axes; the largest std::size_t when it does not fit).
 std::size_t sweep_point_count(const SweepAxes& axes);
+
+// The most points one sweep may have: they are listed before the first one runs, and a million
+// plans is already days of simulation.
+inline constexpr std::size_t kMaxSweepPoints = 1'000'000;
+
+// InputError at `sweep:` when its axes have more than kMaxSweepPoints points.
+void check_sweep_size(const Scenario& base);
 
 // The points in a fixed order: the first axis outermost, the last one varying fastest (as nested
 // loops written in file order), so point i is the same for every run and every thread count.

@@ -41,7 +41,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Vertex (c, i): chunks 0..c-1 hold layers 0..i-1.
 std::size_t vertex(const PartitionProblem& pr, int c, int i) {
-    return static_cast<std::size_t>(c) * static_cast<std::size_t>(pr.layers + 1) + static_cast<std::size_t>(i);
+    return static_cast<std::size_t>(c) * (static_cast<std::size_t>(pr.layers) + 1) + static_cast<std::size_t>(i);
 }
 
 int chunks(const PartitionProblem& pr) { return static_cast<int>(pr.in_flight.size()); }
@@ -94,7 +94,7 @@ Path bottleneck_path(const PartitionProblem& pr, const Graph& g) {
     const std::size_t target = vertex(pr, chunks(pr), pr.layers);
     if (dist[target] == kInf) return out;
     out.bottleneck = dist[target];
-    const std::size_t row = static_cast<std::size_t>(pr.layers + 1);
+    const std::size_t row = static_cast<std::size_t>(pr.layers) + 1;
     for (std::size_t v = target; v != vertex(pr, 0, 0); v = pred[v])
         out.layers.push_back(static_cast<int>(v % row) - static_cast<int>(pred[v] % row));
     std::reverse(out.layers.begin(), out.layers.end());
