@@ -12,6 +12,7 @@
 #include "strategies/partition/stage_partition.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/tensor_modes/mode_validation.hpp"
+#include "strategies/work_estimate.hpp"
 
 namespace cuboid {
 namespace {
@@ -147,6 +148,8 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
               "must be a multiple of micro_batch*data = " + to_string(per_step));
     const auto m = static_cast<int>(tr.global_batch / per_step);
     check_pipeline(c, sc, m);
+    // Before the partition and the program are built: both grow with the plan's size.
+    check_work(sc, data, m);
 
     Layout l;
     l.tensor = sc.parallel.tensor;

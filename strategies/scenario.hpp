@@ -11,6 +11,7 @@
 #include "hardware_models/cluster_spec.hpp"
 #include "hardware_models/errors.hpp"
 #include "sim/program.hpp"
+#include "strategies/work_limits.hpp"
 
 namespace cuboid {
 
@@ -88,6 +89,10 @@ struct Scenario {
     CostSpec cost;
     // sweep axes in file order: dotted key -> values as written (applied with the --set rules)
     std::vector<std::pair<std::string, std::vector<std::string>>> sweep;
+
+    // Not from the file: the command line's --max-events and --max-memory (plan_validation refuses
+    // a plan whose estimated work exceeds them).
+    WorkLimits limits;
 
     std::string source_file;                       // as given on the command line
     std::map<std::string, int> key_lines;          // dotted key -> line in source_file

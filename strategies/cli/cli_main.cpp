@@ -13,6 +13,7 @@
 #include "strategies/cli/sweep_command.hpp"
 #include "strategies/cli/whatif_command.hpp"
 
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -54,6 +55,10 @@ po::options_description visible_options() {
         ("max-gpus", po::value<int>(), "search: use at most N GPUs of the cluster (whole nodes)")     //
         ("fold", "run: simulate one rank per set of provably identical ranks (same results, fewer events)")  //
         ("no-fold", "sweep, search: simulate every rank (folding identical ranks is the default)")  //
+        ("max-events", po::value<double>(),
+         "run, sweep, search: refuse a plan estimated to take more simulator events (default 1e11)")  //
+        ("max-memory", po::value<double>(),
+         "run, sweep, search: refuse a plan estimated to need more GiB to simulate (default: physical memory)")  //
         ("quiet,q", "no human-readable report (sweep: no table, no progress line)");
     return o;
 }
@@ -109,6 +114,20 @@ void take(const Parsed& p, const char* name, Field& field) {
     if (p.vm.count(name)) field = p.vm[name].as<typename OptionValue<Field>::type>();
 }
 
+// --max-events and --max-memory (GiB), which must be positive numbers.
+WorkLimits work_limits(const Parsed& p) {
+    WorkLimits limits;
+    take(p, "max-events", limits.max_events);
+    double gib = 0.0;
+    take(p, "max-memory", gib);
+    if (!(limits.max_events > 0.0) || !std::isfinite(limits.max_events))
+        usage_error("--max-events must be a positive number of events");
+    if (p.vm.count("max-memory") && (!(gib > 0.0) || !std::isfinite(gib)))
+        usage_error("--max-memory must be a positive number of GiB");
+    limits.max_memory_bytes = gib * double(1ULL << 30);
+    return limits;
+}
+
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold"});
     RunRequest r;
@@ -119,6 +138,7 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     r.quiet = p.vm.count("quiet") > 0;
     r.print_schedule = p.vm.count("print-schedule") > 0;
     r.fold = p.vm.count("fold") > 0;
+    r.limits = work_limits(p);
     return run_command(r, out, err);
 }
 
@@ -135,6 +155,7 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
     // Progress only where a person watches: the process's own standard error, on a terminal.
     r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
     r.fold = p.vm.count("no-fold") == 0;
+    r.limits = work_limits(p);
     return sweep_command(r, out, err);
 }
 
@@ -150,11 +171,12 @@ int search(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "max-gpus", r.max_gpus);
     r.quiet = p.vm.count("quiet") > 0;
     r.fold = p.vm.count("no-fold") == 0;
+    r.limits = work_limits(p);
     return search_command(r, out, err);
 }
 
 int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold"});
+    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold", "max-events", "max-memory"});
     WhatifRequest r;
     r.study_path = one_operand(p, "study file");
     take(p, "csv", r.csv);

@@ -37,6 +37,7 @@ InputError located(const InputError& e, const Scenario& s, const std::vector<std
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
                           std::vector<std::string>* overridden) {
     Scenario s = load_scenario_file(request.scenario_path, names);
+    s.limits = request.limits;
     const auto keys = apply_overrides(s, request.sets, names);
     if (overridden) *overridden = keys;
     check_complete(s);

@@ -20,6 +20,7 @@ struct RunRequest {
     bool quiet = false;                 // no human report
     bool print_schedule = false;        // the per-stage compute order, before the report
     bool fold = false;                  // --fold: symmetry-folded simulation (RunOptions::fold)
+    WorkLimits limits;                  // --max-events, --max-memory
 };
 
 // Exit codes of the output contract.

@@ -58,6 +58,7 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
                          "a search scenario has no sweep: section; restrict the plan space with search: "
                          "(docs/search.md), or use cuboid sweep");
     apply_overrides(loaded.scenario, request.sets, names);
+    loaded.scenario.limits = request.limits;
     check_complete(loaded.scenario);
     SearchSpace space = search_space_of(loaded);
     if (request.max_gpus) space.max_gpus = request.max_gpus;

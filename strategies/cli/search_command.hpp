@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "strategies/work_limits.hpp"
+
 namespace cuboid::cli {
 
 struct SearchRequest {
     std::string scenario_path;
     std::vector<std::string> sets;     // KEY=VALUE applied to the scenario first
     std::optional<int> threads;        // default: the hardware threads of the machine
+    WorkLimits limits;                 // --max-events, --max-memory, per candidate
     std::optional<int> top;            // plans reported (and kept exact by the bound), default 5
     std::optional<int> max_gpus;       // overrides search.max_gpus
     std::optional<std::string> csv;    // the simulated plans (sweep CSV), file or "-"

@@ -25,6 +25,7 @@ namespace {
 
 Scenario base_scenario(const SweepRequest& request, const NameResolvers& names) {
     Scenario s = load_scenario_file(request.scenario_path, names);
+    s.limits = request.limits;
     if (s.sweep.empty())
         throw InputError({request.scenario_path, 0, "sweep"},
                          "the scenario has no sweep: section; use cuboid run for a single plan, or add a "

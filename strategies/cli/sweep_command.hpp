@@ -8,12 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "strategies/work_limits.hpp"
+
 namespace cuboid::cli {
 
 struct SweepRequest {
     std::string scenario_path;
     std::vector<std::string> sets;     // KEY=VALUE applied to the base before the sweep
     std::optional<int> threads;        // default: the hardware threads of the machine
+    WorkLimits limits;                 // --max-events, --max-memory, per point
     std::optional<std::string> csv;    // file, or "-" for standard output only
     std::optional<std::string> json;   // file, or "-" for standard output only
     std::optional<int> top;            // table: only the N fastest ok points
