@@ -1,6 +1,8 @@
 #include "hardware_models/hardware.hpp"
 
+#include <limits>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -62,6 +64,30 @@ const HardwareProfile* Hardware::profile() const { return state_->profile ? &*st
 
 Time Hardware::compute_duration(const sim::Op& op) const { return state_->compute.duration(op); }
 
+namespace {
+
+// The simulator keeps time in 64-bit picoseconds (about 106 days): a stage whose compute alone
+// takes longer than this would overflow its sums. Only absurd hardware figures get there (a
+// kernel launch of 1e300 us, a GPU of 1e-300 TFLOP/s), so they are refused as input.
+constexpr double kMaxStageComputeSeconds = 1e6;
+
+void check_durations(const std::vector<Time>& durations, std::size_t stage) {
+    double total = 0.0;
+    for (const Time t : durations) {
+        // A duration past the range of the clock comes back negative from the conversion.
+        if (t.value < 0) total = std::numeric_limits<double>::infinity();
+        total += to_seconds(t);
+    }
+    if (total <= kMaxStageComputeSeconds) return;
+    throw InputError({"", 0, "cluster"},
+                     fmt::format("the compute of pipeline stage {} alone would take {:.3g} s per iteration, more "
+                                 "than the {:.0g} s cuboid simulates; check the GPU's and the hardware profile's "
+                                 "figures (peak TFLOP/s, kernel_launch_us)",
+                                 stage, total, kMaxStageComputeSeconds));
+}
+
+}  // namespace
+
 sim::ProgramCosts Hardware::price(const sim::Program& program) const {
     sim::ProgramCosts costs;
     costs.durations.reserve(program.op_lists.size());
@@ -70,6 +96,7 @@ sim::ProgramCosts Hardware::price(const sim::Program& program) const {
     DurationMemo memo(state_->compute, program.labels.size());
     for (const auto& list : program.op_lists) {
         memo.append_durations(list.ops, costs.durations.emplace_back());
+        check_durations(costs.durations.back(), costs.durations.size() - 1);
     }
     return costs;
 }
