@@ -11,6 +11,12 @@ enum class IntraNodeKind { NvSwitch, NvLinkMesh, Pcie };
 enum class InterNodeKind { InfiniBand, Roce, Ethernet };
 enum class NetworkTopology { FatTree, RailOptimized, SingleSwitch };
 
+// The largest cluster cuboid models (plan validation and TopologyParams::resolve refuse larger
+// ones before building anything): about 40 times the largest clusters trained today, and small
+// enough that the topology of one fits in a few GiB.
+inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 22;
+inline constexpr std::int64_t kMaxClusterNics = std::int64_t{1} << 22;
+
 struct ClusterSpec {
     std::string gpu = "a100-sxm-80gb";      // a name from the GPU catalog
     int nodes = 1;

@@ -48,12 +48,6 @@ struct TopologyEdge {
 using TopologyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
                                             TopologyVertex, TopologyEdge>;
 
-// The largest cluster a topology is built for (TopologyParams::resolve refuses larger ones): about
-// 40 times the largest clusters trained today, and small enough that the topology of one fits in
-// a few GiB.
-inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 22;
-inline constexpr std::int64_t kMaxClusterNics = std::int64_t{1} << 22;
-
 // The cluster resolved against the catalog: every rate the graph needs.
 struct TopologyParams {
     int nodes = 1;

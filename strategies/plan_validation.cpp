@@ -46,9 +46,9 @@ int check_degrees(const Checker& c, const Scenario& sc) {
     // 64-bit products: a wrapped one could pass as a small valid cluster or degree.
     const std::int64_t gpus = sc.cluster.gpus();
     c.require(gpus > 0, "cluster.nodes", "the cluster has no GPUs");
-    c.require(gpus <= std::numeric_limits<int>::max(), "cluster.nodes",
-              "nodes x gpus_per_node = " + to_string(gpus) + " GPUs exceeds " +
-                  to_string(std::numeric_limits<int>::max()) + ", the most cuboid numbers");
+    c.require(gpus <= hw::kMaxClusterGpus, "cluster.nodes",
+              "nodes " + to_string(sc.cluster.nodes) + " x gpus_per_node " + to_string(sc.cluster.gpus_per_node) +
+                  " = " + to_string(gpus) + " GPUs; cuboid models at most " + to_string(hw::kMaxClusterGpus) + " GPUs");
     c.require(p.tensor >= 1, "parallel.tensor", "must be at least 1");
     c.require(p.pipeline >= 1, "parallel.pipeline", "must be at least 1");
     c.require(p.data >= 0, "parallel.data", "must be at least 1 (or absent: derived)");
