@@ -139,3 +139,23 @@ TEST_CASE("memory pruning agrees with the simulation's memory verdict", "[search
         CHECK((check.status == CandidateStatus::OutOfMemory) == (point[0] != "8"));
     }
 }
+
+TEST_CASE("search candidates of a cluster past 2^31 GPUs are counted in 64 bits", "[search]") {
+    // 65,536 x 65,536 GPUs wrapped to 0 GPUs: every tensor x pipeline then "divided" the cluster
+    // into 0 replicas, and the batch check divided by zero.
+    const auto names = builtin_name_resolvers();
+    Scenario base = load_scenario_text("model: {preset: gpt-7.5b}\ncluster: {nodes: 1, gpus_per_node: 8}\n"
+                                       "training: {global_batch: 8}\n",
+                                       "huge.yaml", "", names);
+    base.cluster.nodes = 65536;
+    base.cluster.gpus_per_node = 65536;
+    SearchSpace sp = default_search_space(base);
+    sp.tensor = {8, 65536};
+    sp.pipeline = {65536};
+    sp.micro_batch = {1};
+    sp.schedule = {"1f1b"};
+    const SearchCandidates c = search_candidates(sp, base);
+    // Only 65,536 x 65,536 leaves data 1, which 8 samples of micro-batch 1 divide.
+    for (const auto& point : c.points) CHECK(point[0] == "65536");
+    CHECK_FALSE(c.points.empty());
+}
