@@ -245,6 +245,7 @@ private:
     std::vector<Transfer> transfers_;
     std::vector<std::uint32_t> free_transfers_;
     bool lockstep_ = false;  // SimOptions::lockstep_runs, and nothing observes
+    Cancellation cancel_;    // SimOptions::cancel
     std::vector<RunChain> run_chains_;            // scratch of plan_run
     std::vector<RunCollective> run_collectives_;
     std::vector<RunMemo> run_memos_;  // per op list

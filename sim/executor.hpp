@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cancellation.hpp"
 #include "sim/memory.hpp"
 #include "sim/observer.hpp"
 #include "sim/program.hpp"
@@ -76,6 +77,9 @@ struct SimOptions {
     // changes no time; only fewer events. Needs exclusive_transfers, and is off under observers.
     bool lockstep_runs = true;
     std::vector<std::vector<std::uint32_t>> fold_generators;
+    // Polled every few thousand events: once requested, simulate() throws Cancelled within
+    // milliseconds instead of running to the end (a sweep stopped by a signal).
+    Cancellation cancel;
 };
 
 SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<const Link> links,

@@ -29,8 +29,10 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
         options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, *builtin);
     const std::vector<int> checkpointed =
         checkpointed_layers(sc, layout, BuildOptions{hardware->gpu().memory_capacity});
+    options.cancel.throw_if_requested();
     const sim::Program program = with_host_dispatch(
         build_program_checkpointing(sc, layout, checkpointed, options.build_threads), *hardware);
+    options.cancel.throw_if_requested();
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);
 
@@ -43,6 +45,7 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     sim::SimOptions sim_options;
     sim_options.fold = options.fold;
+    sim_options.cancel = options.cancel;
     if (options.fold) sim_options.fold_generators = symmetry_generators(layout, sc.parallel.tensor_mode);
     const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, observers, sim_options);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;

@@ -71,6 +71,9 @@ struct RunOptions {
     // Threads that build the program's stages (0: one per core). A sweep that already runs one
     // point per core passes 1: more would only contend for the same cores.
     int build_threads = 0;
+    // Once requested, run_scenario throws sim::Cancelled soon after (between its phases, and
+    // every few thousand events of the simulation): a sweep stopped by a signal.
+    sim::Cancellation cancel;
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).
