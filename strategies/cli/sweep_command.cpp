@@ -66,13 +66,24 @@ SweepResult prepared(const Scenario& base, const SweepRequest& request) {
     return r;
 }
 
-// Runs this process's share of the points (every point without MPI) into a share for rank 0.
+// What a share's points read, and the workers still in points that a signal abandoned: declared
+// last, the workers are joined before what they read goes, after the outputs are written.
 // `catalog`: the built-in one, parsed once per run (a parse costs as much as setting up a point).
+struct ShareContext {
+    explicit ShareContext(std::shared_ptr<const hw::Catalog> built_in)
+        : catalog(std::move(built_in)), names(builtin_name_resolvers(catalog)), cache(*catalog) {}
+    std::shared_ptr<const hw::Catalog> catalog;
+    NameResolvers names;
+    HardwareCache cache;
+    AbandonedWorkers abandoned;
+};
+
+// Runs this process's share of the points (every point without MPI) into a share for rank 0.
 SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequest& request, std::ostream& err,
                      const SweepInterrupt& interrupt, int rank, int ranks, std::size_t& clusters,
-                     const std::shared_ptr<const hw::Catalog>& catalog) {
-    const auto names = builtin_name_resolvers(catalog);
-    HardwareCache cache(*catalog);
+                     ShareContext& context) {
+    const NameResolvers& names = context.names;
+    HardwareCache& cache = context.cache;
     SweepProgress progress(err);
     SweepRunOptions options;
     options.threads = r.threads;
@@ -85,7 +96,7 @@ SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequ
     const bool inject = injected_failure_rank() == rank && ranks > 1;
     if (inject && share.indices.size() > 1) share.indices.erase(share.indices.begin() + 1, share.indices.end());
     options.only = share.indices;
-    std::vector<PointOutcome> outcomes = run_points(base, r.axes, r.points, names, cache, options);
+    std::vector<PointOutcome> outcomes = run_points(base, r.axes, r.points, names, cache, options, &context.abandoned);
     for (const std::size_t i : share.indices) share.outcomes.push_back(std::move(outcomes[i]));
     share.signal = interrupt.flag().load();
     clusters = cache.size();
@@ -173,8 +184,9 @@ int single_process(const SweepRequest& request, std::ostream& out, std::ostream&
     Outputs files(request, out);
     SweepResult r = prepared(base, request);
     const SweepInterrupt interrupt;
+    ShareContext context(catalog);
     const auto start = std::chrono::steady_clock::now();
-    std::vector<SweepShare> shares{run_share(base, r, request, err, interrupt, 0, 1, r.clusters, catalog)};
+    std::vector<SweepShare> shares{run_share(base, r, request, err, interrupt, 0, 1, r.clusters, context)};
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     merge_shares(std::move(shares), r, err);
     return write_outputs(request, files, ranked(std::move(r)), out, err);
@@ -189,6 +201,7 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
     std::exception_ptr output_error;
     std::optional<SweepResult> r;
     std::optional<Outputs> files;
+    std::optional<ShareContext> context;  // after the MPI session: its workers end before MPI does
     SweepShare mine;
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -197,7 +210,8 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
         if (mpi.rank() == 0) files.emplace(request, out);
         r = prepared(base, request);
         r->ranks = mpi.size();
-        mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters, catalog);
+        mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters,
+                         context.emplace(catalog));
     } catch (const InputError& e) {
         input_error = std::current_exception();
         mine = SweepShare{{}, {}, e.what(), 0};

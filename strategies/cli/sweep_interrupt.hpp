@@ -1,6 +1,6 @@
 // Stopping a sweep early without losing it: while a SweepInterrupt lives, SIGINT, SIGTERM and
-// SIGHUP do not end the process but ask the sweep to stop taking new points; the points in
-// progress finish and the rows computed so far are written, marked partial. A second signal ends
+// SIGHUP do not end the process but ask the sweep to stop taking new points and to abandon
+// those in progress (run_points); the rows computed so far are written, marked partial. A second signal ends
 // the process at once (the default action is back in place after the first), for a user who will
 // not wait: an output being written then is abandoned, and its file keeps its old content (or
 // stays absent), as every output is replaced whole only once written (sim/output_file.hpp).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
@@ -22,8 +23,10 @@ std::string invalid_reason(const InputError& e) {
     return key.empty() ? bare_message(e) : key + ": " + bare_message(e);
 }
 
-PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold, int build_threads) {
+PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold, int build_threads,
+                      const sim::Cancellation& cancel) {
     RunOptions options;
+    options.cancel = cancel;
     options.hardware = cache.get(s.cluster);
     options.builtin_catalog = &cache.catalog();  // parsed once for the sweep, not once a point
     options.fold = fold;
@@ -49,12 +52,15 @@ std::string status_text(const PointOutcome& o) {
 }
 
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                       const NameResolvers& names, HardwareCache& hardware, bool fold, int build_threads) {
+                       const NameResolvers& names, HardwareCache& hardware, bool fold, int build_threads,
+                       const sim::Cancellation& cancel) {
     PointOutcome failed;
     try {
         const Scenario s = point_scenario(base, axes, point, names);
         check_complete(s);
-        return simulate(s, hardware, fold, build_threads);
+        return simulate(s, hardware, fold, build_threads, cancel);
+    } catch (const sim::Cancelled&) {
+        return PointOutcome{};  // NotRun: abandoned, as the caller asked
     } catch (const InputError& e) {
         failed.status = PointStatus::Invalid;
         failed.reason = invalid_reason(e);
@@ -68,20 +74,42 @@ PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepP
     return failed;
 }
 
-std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
-                                     const std::vector<SweepPoint>& points, const NameResolvers& names,
-                                     HardwareCache& hardware, const SweepRunOptions& options) {
-    std::vector<PointOutcome> outcomes(points.size());
-    std::vector<std::size_t> indices(points.size());
-    std::iota(indices.begin(), indices.end(), std::size_t{0});
-    if (options.only) indices = *options.only;
-    const std::size_t total = indices.size();
+namespace {
+
+// What the workers share. They own it with the caller, and copies of the sweep's scenario, axes
+// and points: abandoned workers outlive the call (AbandonedWorkers).
+struct PointsRun {
+    Scenario base;
+    SweepAxes axes;
+    std::vector<SweepPoint> points;
+    std::vector<std::size_t> indices;            // the points to run, in this order
+    std::vector<PointOutcome> outcomes;          // each index has one writer: its worker
+    std::vector<std::atomic<bool>> finished;     // set (release) once outcomes[i] is written
     std::atomic<std::size_t> next{0};
     std::atomic<std::size_t> settled{0};  // run, or skipped after a stop
     std::atomic<std::size_t> done{0};
     std::mutex mutex;
-    std::condition_variable finished;
-    const auto stopped = [&] { return options.stop && options.stop->load() != 0; };
+    std::condition_variable wake;  // every point settled
+};
+
+}  // namespace
+
+std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes,
+                                     const std::vector<SweepPoint>& points, const NameResolvers& names,
+                                     HardwareCache& hardware, const SweepRunOptions& options,
+                                     AbandonedWorkers* abandoned) {
+    const auto run = std::make_shared<PointsRun>();
+    run->base = base;
+    run->axes = axes;
+    run->points = points;
+    run->outcomes.resize(points.size());
+    run->finished = std::vector<std::atomic<bool>>(points.size());
+    run->indices.resize(points.size());
+    std::iota(run->indices.begin(), run->indices.end(), std::size_t{0});
+    if (options.only) run->indices = *options.only;
+    const std::size_t total = run->indices.size();
+    const sim::Cancellation cancel(options.stop);
+    const auto stopped = [cancel] { return cancel.requested(); };
 
     const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(options.threads, 1)), 1,
                                                         std::max<std::size_t>(total, 1));
@@ -89,17 +117,22 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
     // points do not start threads that only contend with the other workers.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const int build_threads = static_cast<int>(std::max<std::size_t>(1, cores / workers));
-    auto worker = [&] {
-        for (std::size_t k = next++; k < total; k = next++) {
-            const std::size_t i = indices[k];
+    const bool fold = options.fold;
+    auto worker = [run, &names, &hardware, fold, build_threads, cancel, stopped, total] {
+        for (std::size_t k = run->next++; k < total; k = run->next++) {
+            const std::size_t i = run->indices[k];
             if (!stopped()) {
-                outcomes[i] = run_point(base, axes, points[i], names, hardware, options.fold,
-                                        build_threads);  // each index has one writer
-                ++done;
+                PointOutcome o = run_point(run->base, run->axes, run->points[i], names, hardware, fold, build_threads,
+                                           cancel);
+                if (o.status != PointStatus::NotRun) {
+                    run->outcomes[i] = std::move(o);
+                    run->finished[i].store(true, std::memory_order_release);
+                    ++run->done;
+                }
             }
-            if (++settled == total) {
-                const std::lock_guard lock(mutex);
-                finished.notify_all();
+            if (++run->settled == total) {
+                const std::lock_guard lock(run->mutex);
+                run->wake.notify_all();
             }
         }
     };
@@ -107,13 +140,25 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
     for (std::size_t t = 0; t < workers; ++t) threads.emplace_back(worker);
 
     const auto interval = std::chrono::duration<double>(options.progress_interval_s);
-    std::unique_lock lock(mutex);
-    while (!finished.wait_for(lock, interval, [&] { return settled.load() == total; }))
-        if (options.progress && !stopped()) options.progress(done.load(), total);
+    std::unique_lock lock(run->mutex);
+    const auto all_settled = [&] { return run->settled.load() == total; };
+    while (!run->wake.wait_for(lock, interval, all_settled)) {
+        if (stopped() && abandoned) break;
+        if (options.progress && !stopped()) options.progress(run->done.load(), total);
+    }
     lock.unlock();
+    if (!all_settled() && abandoned) {
+        // Stopped: the points finished are kept; those in progress are left to their workers.
+        std::vector<PointOutcome> kept(points.size());
+        for (const std::size_t i : run->indices)
+            if (run->finished[i].load(std::memory_order_acquire)) kept[i] = run->outcomes[i];
+        abandoned->threads = std::move(threads);
+        if (options.progress) options.progress(total, total);  // ends the line, as below
+        return kept;
+    }
     threads.clear();  // joins
     if (options.progress) options.progress(total, total);
-    return outcomes;
+    return std::move(run->outcomes);
 }
 
 }  // namespace cuboid::cli
