@@ -247,3 +247,19 @@ TEST_CASE("events due at one time run in the order they were scheduled", "[sim][
     // itself, so it is one event (sim/exclusive.hpp): 1 TransferDue + 3 OpsDone.
     CHECK(r.events == 4);
 }
+
+TEST_CASE("a requested cancellation ends a simulation with Cancelled; an unset flag changes nothing",
+          "[sim][executor]") {
+    TestProgram p;
+    const auto l = p.add_list();
+    for (int i = 0; i < 10'000; ++i) p.compute(l, "op", microseconds(1.0));  // one event each, unmerged
+    p.rank(l);
+    TablePlanner planner;
+    SimOptions options;
+    options.merge_compute_chains = false;
+    std::atomic<int> flag{0};
+    options.cancel = Cancellation(&flag);
+    CHECK(simulate(p.program, p.costs, {}, planner, {}, options).makespan == microseconds(10'000.0));
+    flag = 15;  // any non-zero value: the caller's reason is none of the simulation's business
+    CHECK_THROWS_AS(simulate(p.program, p.costs, {}, planner, {}, options), Cancelled);
+}
