@@ -179,7 +179,7 @@ void TopologyBuilder::build_network(const std::vector<Vertex>& nics) {
     };
     for (int i = 0; i < total; ++i) {
         const int leaf = p.leaf_of_nic(i);
-        const auto& nv = t.graph_[nics[i]];
+        const TopologyVertex nv = t.graph_[nics[i]];  // a copy: leaf_for may add a vertex and move the storage
         duplex(nics[i], leaf_for(leaf), p.nic, LinkClass::Network,
                fmt::format("n{}.nic{}", nv.node, nv.index), fmt::format("leaf{}", leaf));
     }
