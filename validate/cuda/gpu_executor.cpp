@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "sim/output_file.hpp"
 #include "validate/cuda/rank_runner.hpp"
 #include "validate/cuda/rank_wait.hpp"
 
@@ -51,7 +52,8 @@ std::string make_dir(const std::string& wanted) {
     try {
         const gpu::FileBootstrap boot(dir);
         const RankMeasurement m = gpu::run_rank(program, plan, rank, static_cast<int>(rank), boot, options);
-        std::ofstream(fs::path(dir) / ("rank-" + std::to_string(rank) + ".json")) << to_json(m).dump();
+        // Written whole or not at all: the parent reads a missing file as this rank's failure.
+        sim::write_output_file((fs::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string(), to_json(m).dump());
         _exit(0);
     } catch (const std::exception& e) {
         std::cerr << "cuboid-validate: rank " << rank << ": " << e.what() << "\n";
