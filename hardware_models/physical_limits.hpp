@@ -11,6 +11,10 @@ inline constexpr double kMaxGigabytesPerSecond = 1.25e5;     // 1 Pbit/s in GB/s
 inline constexpr double kMinGigabitsPerSecond = 1e-9;        // 1 bit/s in Gbit/s
 inline constexpr double kMaxGigabitsPerSecond = 1e6;         // 1 Pbit/s in Gbit/s
 
+// A collective's bus bandwidth in a profile: from 1 kB/s (a measurement that slow is broken) to
+// 1 Pbit/s.
+inline constexpr double kMinBusGigabytesPerSecond = 1e-6;
+
 // A fixed latency (kernel launch, collective start-up): at most one second.
 inline constexpr double kMaxLatencyMicroseconds = 1e6;
 

@@ -76,7 +76,7 @@ static MemorySample parse_memory(const YamlReader& r) {
 static std::vector<BusBandwidthPoint> parse_table(const YamlReader& r) {
     std::vector<BusBandwidthPoint> table;
     for (const auto& item : r.items()) {
-        const BusBandwidthPoint p{number_in(item, "bytes", 1.0, 1e15), number_in(item, "bus_gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond)};
+        const BusBandwidthPoint p{number_in(item, "bytes", 1.0, 1e15), number_in(item, "bus_gb_per_s", limits::kMinBusGigabytesPerSecond, limits::kMaxGigabytesPerSecond)};
         if (!table.empty() && p.bytes <= table.back().bytes)
             item.at("bytes").fail("table sizes must ascend (each larger than the one before)");
         table.push_back(p);
@@ -91,7 +91,7 @@ static CollectiveSample parse_collective(const YamlReader& r) {
     s.ranks = static_cast<int>(number_in(r, "ranks", 2, 1e7));
     if (r.find("nodes")) s.nodes = static_cast<int>(number_in(r, "nodes", 1, 1e7));
     s.alpha = microseconds(number_in(r, "alpha_us", 0.0, limits::kMaxLatencyMicroseconds));
-    s.bus_gb_per_s = number_in(r, "bus_gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond);
+    s.bus_gb_per_s = number_in(r, "bus_gb_per_s", limits::kMinBusGigabytesPerSecond, limits::kMaxGigabytesPerSecond);
     if (auto t = r.find("table")) s.table = parse_table(*t);
     return s;
 }

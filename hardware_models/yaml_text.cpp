@@ -40,23 +40,41 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
     return std::nullopt;
 }
 
+// The offset of the first control character that YAML does not allow in a stream (YAML 1.2
+// section 5.1, c-printable: tab, line feed and carriage return are the only C0 controls; DEL is
+// out too). yaml-cpp reads some of them as other characters (a NUL became U+0085 halfway through
+// a UTF-8 sequence), so a name could reach the JSON output as invalid UTF-8.
+std::optional<std::size_t> first_unprintable(std::string_view s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) return i;
+    }
+    return std::nullopt;
+}
+
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
 std::string child_key(const std::string& parent, const std::string& name) {
     return parent.empty() ? name : parent + "." + name;
 }
 
+// How deep the walks below go into nested maps and lists. No input of cuboid nests more than a
+// few levels; an alias can make yaml-cpp's node graph a cycle (`&a` ... `*a`), which a walk
+// without a bound would follow until the stack overflows.
+constexpr int kMaxNesting = 64;
+
 // The dotted key of the first value written on `line` (1-based), or "" when none is.
-std::string key_on_line(const YAML::Node& node, int line, const std::string& key) {
+std::string key_on_line(const YAML::Node& node, int line, const std::string& key, int depth = 0) {
+    if (depth > kMaxNesting) return "";
     if (node.IsScalar()) return line_of(node) == line ? key : "";
     if (node.IsSequence())
         for (std::size_t i = 0; i < node.size(); ++i)
-            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i)); !k.empty()) return k;
+            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i), depth + 1); !k.empty()) return k;
     if (node.IsMap())
         for (const auto& entry : node) {
             const std::string path = child_key(key, entry.first.IsScalar() ? entry.first.Scalar() : "");
             if (line_of(entry.first) == line) return path;
-            if (auto k = key_on_line(entry.second, line, path); !k.empty()) return k;
+            if (auto k = key_on_line(entry.second, line, path, depth + 1); !k.empty()) return k;
         }
     return "";
 }
@@ -98,7 +116,8 @@ void check_documents_end(const std::string& text, const std::string& file) {
 // '?', only to name the key in the message.
 std::string key_at(std::string text, int line) {
     for (char& c : text)
-        if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+        if (const auto b = static_cast<unsigned char>(c); b >= 0x7F || (b < 0x20 && c != '\t' && c != '\n' && c != '\r'))
+            c = '?';
     try {
         check_documents_end(text, "");
         for (const auto& d : YAML::LoadAll(text))
@@ -110,14 +129,19 @@ std::string key_at(std::string text, int line) {
 }
 
 void check_file_utf8(const std::string& text, const std::string& file) {
-    const auto bad = first_invalid_utf8(text);
+    const auto not_utf8 = first_invalid_utf8(text);
+    const auto unprintable = not_utf8 ? std::nullopt : first_unprintable(text);
+    const auto bad = not_utf8 ? not_utf8 : unprintable;
     if (!bad) return;
     int line = 1;
     std::size_t line_start = 0;
     for (std::size_t i = 0; i < *bad; ++i)
         if (text[i] == '\n') ++line, line_start = i + 1;
     throw InputError({file, line, key_at(text, line)},
-                     fmt::format("not valid UTF-8 (byte 0x{:02X} at column {}); save the file as UTF-8",
+                     fmt::format(fmt::runtime(not_utf8 ? "not valid UTF-8 (byte 0x{:02X} at column {}); save the file "
+                                                         "as UTF-8"
+                                                       : "a control character (byte 0x{:02X} at column {}) that YAML "
+                                                         "does not allow; only tab, line feed and carriage return are"),
                                  static_cast<unsigned char>(text[*bad]), *bad - line_start + 1));
 }
 
@@ -138,17 +162,21 @@ class TreeCheck {
 public:
     TreeCheck(const std::string& text, const std::string& file) : text_(text), file_(file) {}
 
-    void check(const YAML::Node& node, const std::string& key) const {
+    void check(const YAML::Node& node, const std::string& key, int depth = 0) const {
+        if (depth > kMaxNesting)
+            throw InputError({file_, line_of(node), key},
+                             fmt::format("nested more than {} levels deep (or an alias that holds itself)",
+                                         kMaxNesting));
         if (node.IsScalar()) return check_scalar(node, key);
         if (node.IsSequence()) {
-            for (std::size_t i = 0; i < node.size(); ++i) check(node[i], fmt::format("{}[{}]", key, i));
+            for (std::size_t i = 0; i < node.size(); ++i) check(node[i], fmt::format("{}[{}]", key, i), depth + 1);
             return;
         }
         if (!node.IsMap()) return;
         std::map<std::string, int> first_line;
         for (const auto& entry : node) {
             const YAML::Node& k = entry.first;
-            check(k, key);
+            check(k, key, depth + 1);
             const std::string name = k.IsScalar() ? k.Scalar() : "";
             const std::string path = child_key(key, name);
             if (k.IsScalar()) {
@@ -157,7 +185,7 @@ public:
                     throw InputError({file_, line_of(k), path},
                                      fmt::format("duplicate key (first written at line {})", seen->second));
             }
-            check(entry.second, path);
+            check(entry.second, path, depth + 1);
         }
     }
 
@@ -181,6 +209,9 @@ private:
 void check_utf8(std::string_view text, const InputLocation& where) {
     if (const auto bad = first_invalid_utf8(text))
         throw InputError(where, fmt::format("not valid UTF-8 (byte 0x{:02X} at offset {})",
+                                            static_cast<unsigned char>(text[*bad]), *bad));
+    if (const auto bad = first_unprintable(text))
+        throw InputError(where, fmt::format("a control character (byte 0x{:02X} at offset {}) that YAML does not allow",
                                             static_cast<unsigned char>(text[*bad]), *bad));
 }
 

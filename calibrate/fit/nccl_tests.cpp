@@ -10,6 +10,7 @@
 
 #include "hardware_models/collectives.hpp"
 #include "hardware_models/input_file.hpp"
+#include "hardware_models/physical_limits.hpp"
 
 namespace cuboid::calibrate {
 namespace {
@@ -185,6 +186,28 @@ std::vector<hw::BusBandwidthPoint> bus_bandwidth_table(const NcclTestsRun& run) 
     return calibrate::bus_bandwidth_table(run.points);
 }
 
+namespace {
+
+// A fit of times that barely grow with size gives a bandwidth no network has (a profile would
+// refuse it when loaded): refused here, naming the file, before any profile is written.
+void check_physical(const hw::CollectiveSample& s, const std::string& source) {
+    namespace limits = hw::limits;
+    auto bandwidth_ok = [](double gb_per_s) {
+        return gb_per_s >= limits::kMinBusGigabytesPerSecond && gb_per_s <= limits::kMaxGigabytesPerSecond;
+    };
+    const double alpha_us = to_seconds(s.alpha) * 1e6;
+    if (!bandwidth_ok(s.bus_gb_per_s) || !(alpha_us >= 0.0 && alpha_us <= limits::kMaxLatencyMicroseconds))
+        throw std::runtime_error(source + ": the times fit a bus bandwidth of " + std::to_string(s.bus_gb_per_s) +
+                                 " GB/s and a latency of " + std::to_string(alpha_us) +
+                                 " us, outside 1e-6 to 1.25e5 GB/s (1 Pbit/s) and 0 to 1e6 us: not a measurement");
+    for (const auto& p : s.table)
+        if (!bandwidth_ok(p.bus_gb_per_s))
+            throw std::runtime_error(source + ": a bus bandwidth of " + std::to_string(p.bus_gb_per_s) +
+                                     " GB/s at " + std::to_string(p.bytes) + " bytes is outside 1e-6 to 1.25e5 GB/s");
+}
+
+}  // namespace
+
 FittedProfile import_nccl_tests(const std::vector<NcclTestsRun>& runs, const std::map<std::string, std::string>& metadata) {
     FittedProfile f;
     f.profile.metadata = metadata;
@@ -205,6 +228,7 @@ FittedProfile import_nccl_tests(const std::vector<NcclTestsRun>& runs, const std
         c.sample.alpha = c.fit.alpha;
         c.sample.bus_gb_per_s = c.fit.beta.value / 1e9;
         c.sample.table = table;
+        check_physical(c.sample, run.source);
         f.collectives.push_back(c);
         f.profile.collectives.push_back(c.sample);
         f.raw.notes.push_back(run.source + ": " + std::to_string(run.points.size()) + " sizes read, " +
