@@ -62,19 +62,23 @@ std::string child_key(const std::string& parent, const std::string& name) {
 // few levels; an alias can make yaml-cpp's node graph a cycle (`&a` ... `*a`), which a walk
 // without a bound would follow until the stack overflows.
 constexpr int kMaxNesting = 64;
+// How many nodes a walk visits at most: aliases of aliases can make a graph of a few lines
+// exponentially large within that depth. cuboid's inputs hold a few thousand nodes.
+constexpr std::size_t kMaxNodes = 1'000'000;
 
 // The dotted key of the first value written on `line` (1-based), or "" when none is.
-std::string key_on_line(const YAML::Node& node, int line, const std::string& key, int depth = 0) {
-    if (depth > kMaxNesting) return "";
+std::string key_on_line(const YAML::Node& node, int line, const std::string& key, std::size_t& visited,
+                        int depth = 0) {
+    if (depth > kMaxNesting || ++visited > kMaxNodes) return "";
     if (node.IsScalar()) return line_of(node) == line ? key : "";
     if (node.IsSequence())
         for (std::size_t i = 0; i < node.size(); ++i)
-            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i), depth + 1); !k.empty()) return k;
+            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i), visited, depth + 1); !k.empty()) return k;
     if (node.IsMap())
         for (const auto& entry : node) {
             const std::string path = child_key(key, entry.first.IsScalar() ? entry.first.Scalar() : "");
             if (line_of(entry.first) == line) return path;
-            if (auto k = key_on_line(entry.second, line, path, depth + 1); !k.empty()) return k;
+            if (auto k = key_on_line(entry.second, line, path, visited, depth + 1); !k.empty()) return k;
         }
     return "";
 }
@@ -120,8 +124,9 @@ std::string key_at(std::string text, int line) {
             c = '?';
     try {
         check_documents_end(text, "");
+        std::size_t visited = 0;  // over all documents
         for (const auto& d : YAML::LoadAll(text))
-            if (auto k = key_on_line(d, line, ""); !k.empty()) return k;
+            if (auto k = key_on_line(d, line, "", visited); !k.empty()) return k;
     } catch (const YAML::Exception&) {
     } catch (const InputError&) {
     }
@@ -163,10 +168,11 @@ public:
     TreeCheck(const std::string& text, const std::string& file) : text_(text), file_(file) {}
 
     void check(const YAML::Node& node, const std::string& key, int depth = 0) const {
-        if (depth > kMaxNesting)
+        if (depth > kMaxNesting || ++visited_ > kMaxNodes)
             throw InputError({file_, line_of(node), key},
-                             fmt::format("nested more than {} levels deep (or an alias that holds itself)",
-                                         kMaxNesting));
+                             fmt::format("nested more than {} levels deep or more than {} values (an alias "
+                                         "that holds itself?)",
+                                         kMaxNesting, kMaxNodes));
         if (node.IsScalar()) return check_scalar(node, key);
         if (node.IsSequence()) {
             for (std::size_t i = 0; i < node.size(); ++i) check(node[i], fmt::format("{}[{}]", key, i), depth + 1);
@@ -202,6 +208,7 @@ private:
 
     const std::string& text_;
     const std::string& file_;
+    mutable std::size_t visited_ = 0;  // nodes checked so far, bounded by kMaxNodes
 };
 
 }  // namespace
