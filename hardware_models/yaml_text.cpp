@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
@@ -63,24 +64,39 @@ std::string child_key(const std::string& parent, const std::string& name) {
 // without a bound would follow until the stack overflows.
 constexpr int kMaxNesting = 64;
 // How many nodes a walk visits at most: aliases of aliases can make a graph of a few lines
-// exponentially large within that depth. cuboid's inputs hold a few thousand nodes.
-constexpr std::size_t kMaxNodes = 1'000'000;
+// exponentially large within that depth. cuboid's inputs hold a few thousand nodes; at 1,000,000
+// a walk of such a graph took over 10 s in the checked build (a fuzz finding).
+constexpr std::size_t kMaxNodes = 100'000;
 
-// The dotted key of the first value written on `line` (1-based), or "" when none is.
-std::string key_on_line(const YAML::Node& node, int line, const std::string& key, std::size_t& visited,
-                        int depth = 0) {
-    if (depth > kMaxNesting || ++visited > kMaxNodes) return "";
-    if (node.IsScalar()) return line_of(node) == line ? key : "";
+// Whether a value is written on `line` (1-based) in `node`; if so, `path` gets the keys and list
+// indices leading to the first one, innermost first. The path is built only for the match: a
+// walk of many nodes then costs no string per node.
+bool find_line(const YAML::Node& node, int line, std::vector<std::string>& path, std::size_t& visited, int depth) {
+    if (depth > kMaxNesting || ++visited > kMaxNodes) return false;
+    if (node.IsScalar()) return line_of(node) == line;
     if (node.IsSequence())
         for (std::size_t i = 0; i < node.size(); ++i)
-            if (auto k = key_on_line(node[i], line, fmt::format("{}[{}]", key, i), visited, depth + 1); !k.empty()) return k;
+            if (find_line(node[i], line, path, visited, depth + 1)) {
+                path.push_back(fmt::format("[{}]", i));
+                return true;
+            }
     if (node.IsMap())
-        for (const auto& entry : node) {
-            const std::string path = child_key(key, entry.first.IsScalar() ? entry.first.Scalar() : "");
-            if (line_of(entry.first) == line) return path;
-            if (auto k = key_on_line(entry.second, line, path, visited, depth + 1); !k.empty()) return k;
-        }
-    return "";
+        for (const auto& entry : node)
+            if (line_of(entry.first) == line || find_line(entry.second, line, path, visited, depth + 1)) {
+                path.push_back(entry.first.IsScalar() ? entry.first.Scalar() : "");
+                return true;
+            }
+    return false;
+}
+
+// The dotted key of the first value written on `line` (1-based), or "" when none is.
+std::string key_on_line(const YAML::Node& node, int line, std::size_t& visited) {
+    std::vector<std::string> path;
+    if (!find_line(node, line, path, visited, 0)) return "";
+    std::string key;
+    for (auto it = path.rbegin(); it != path.rend(); ++it)
+        key += (*it)[0] == '[' || key.empty() ? *it : "." + *it;
+    return key;
 }
 
 // yaml-cpp 0.7's LoadAll never returns on some malformed text (a stray ',' or ',{' at the top
@@ -126,7 +142,7 @@ std::string key_at(std::string text, int line) {
         check_documents_end(text, "");
         std::size_t visited = 0;  // over all documents
         for (const auto& d : YAML::LoadAll(text))
-            if (auto k = key_on_line(d, line, "", visited); !k.empty()) return k;
+            if (auto k = key_on_line(d, line, visited); !k.empty()) return k;
     } catch (const YAML::Exception&) {
     } catch (const InputError&) {
     }
