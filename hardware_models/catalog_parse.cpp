@@ -67,6 +67,10 @@ GpuSpec parse_gpu(const YamlReader& r) {
             g.gemm_efficiency_by_precision.emplace_back(*p, parse_efficiency_curve(curve));
         }
     }
+    if (auto a = r.find("attention_efficiency")) {
+        g.attention_forward = parse_efficiency_curve(a->at("forward"));
+        g.attention_backward = parse_efficiency_curve(a->at("backward"));
+    }
     g.source = r.text_or("source", "");
     return g;
 }

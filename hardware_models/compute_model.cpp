@@ -48,6 +48,19 @@ FlopsPerSecond ComputeModel::gemm_rate(const sim::Op& op) const {
     return peak * eff;
 }
 
+FlopsPerSecond ComputeModel::attention_rate(const sim::Op& op) const {
+    const bool backward = op.kind == sim::OpKind::FusedAttentionBackward;
+    if (profile_)
+        if (auto r = profile_->attention_rate(backward, op.shape.n, op.shape.k)) return *r;
+    if (!gpu_.has_fused_attention())
+        throw InputError({"", 0, "model.attention"},
+                         fmt::format("{} has no fused attention kernel in the catalog (FlashAttention 2 and cuDNN's "
+                                     "fused attention need Ampere or newer); use model.attention: unfused",
+                                     gpu_.name));
+    const EfficiencyCurve& curve = backward ? gpu_.attention_backward : gpu_.attention_forward;
+    return checked_peak(op.precision) * curve.at(static_cast<double>(op.shape.n));
+}
+
 BytesPerSecond ComputeModel::memory_rate(sim::OpKind kind, Bytes bytes) const {
     if (profile_)
         if (auto r = profile_->memory_rate(kind, bytes)) return *r;
@@ -73,7 +86,9 @@ Time ComputeModel::duration(const sim::Op& op) const {
     if (op.bytes.value > 0.0) memory = checked_transfer_time(op.bytes, memory_rate(op.kind, op.bytes));
     Time math = kTimeZero;
     if (op.flops.value > 0.0) {
-        const FlopsPerSecond rate = sim::is_gemm(op.kind) ? gemm_rate(op) : gpu_.peak_fp32;
+        const FlopsPerSecond rate = sim::is_gemm(op.kind)              ? gemm_rate(op)
+                                    : sim::is_fused_attention(op.kind) ? attention_rate(op)
+                                                                       : gpu_.peak_fp32;
         math = checked_compute_time(op.flops, rate);
     }
     return launch + std::max(math, memory);

@@ -13,6 +13,10 @@
 //   shape = m/ceil128(m) * n/ceil128(n) * k/ceil64(k).
 // Check against hardware.md §2.2: the skinny 802816x192x768 A100 GEMM (2.37e11 FLOPs, curve
 // ~0.75, n: 192/256) gives 0.56 against 0.51 measured.
+// Fused attention (FlashAttention, cuDNN): launch + F / (peak(16 bit) * eff_attn(keys)), with the
+// forward or backward curve of the GPU (catalog attention_efficiency) at the keys each query
+// attends to; the kernel keeps its tiles on chip, so its HBM traffic (Q, K, V, O and their
+// gradients) is far below the roofline's ridge and is not priced.
 // Vector work (memory-bound kinds) runs on the CUDA cores: the FP32 non-tensor peak bounds it.
 // A precision the GPU has no peak for (fp8 before Hopper) is an InputError, not a silent fallback:
 // the training would not run on that GPU.
@@ -46,6 +50,9 @@ public:
 
     // Achieved rate of a GEMM op (catalog curve x shape, or the profile's measurement).
     FlopsPerSecond gemm_rate(const sim::Op& op) const;
+    // Achieved rate of a fused attention kernel (the catalog's attention curve at the op's keys
+    // per query, or the profile's measurement).
+    FlopsPerSecond attention_rate(const sim::Op& op) const;
     // Achieved HBM bandwidth for a kernel of this kind moving `bytes`.
     BytesPerSecond memory_rate(sim::OpKind kind, Bytes bytes) const;
 

@@ -45,6 +45,11 @@ struct GpuSpec {
     BytesPerSecond host_link_bandwidth{0.0};  // PCIe x16 to host / NIC, one direction
     // Curves measured at another precision (fp8, fp32, ...); others use gemm_efficiency.
     std::vector<std::pair<sim::Precision, EfficiencyCurve>> gemm_efficiency_by_precision;
+    // Fused attention kernels (FlashAttention / cuDNN): fraction of the 16-bit peak vs keys each
+    // query attends to; empty: the GPU has no fused attention kernel.
+    EfficiencyCurve attention_forward;
+    EfficiencyCurve attention_backward;
+    bool has_fused_attention() const { return !attention_forward.points.empty(); }
 
     FlopsPerSecond peak(sim::Precision p) const;
     const EfficiencyCurve& gemm_curve(sim::Precision p) const;

@@ -68,6 +68,14 @@ static BatchedGemmSample parse_batched_gemm(const YamlReader& r) {
     return {g.precision, g.m, g.n, g.k, static_cast<std::int64_t>(number_in(r, "batch", 1, 1e9)), g.tflops};
 }
 
+static AttentionSample parse_attention(const YamlReader& r) {
+    const std::string direction = r.text("direction");
+    if (direction != "forward" && direction != "backward")
+        r.at("direction").fail("unknown direction '" + direction + "' (allowed: forward, backward)");
+    return {direction == "backward", positive_dim(r, "keys"), positive_dim(r, "head_dim"),
+            number_in(r, "tflops", 1e-9, 1e6)};
+}
+
 static MemorySample parse_memory(const YamlReader& r) {
     return {r.text("kind"), number_in(r, "bytes", 1.0, 1e15), number_in(r, "gb_per_s", 1e-6, limits::kMaxGigabytesPerSecond)};
 }
@@ -115,6 +123,8 @@ HardwareProfile HardwareProfile::parse(const std::string& text, const std::strin
         for (const auto& item : b->items()) p.batched_gemm.push_back(parse_batched_gemm(item));
     if (auto m = root.find("memory"))
         for (const auto& item : m->items()) p.memory.push_back(parse_memory(item));
+    if (auto a = root.find("attention"))
+        for (const auto& item : a->items()) p.attention.push_back(parse_attention(item));
     if (auto c = root.find("collectives"))
         for (const auto& item : c->items()) p.collectives.push_back(parse_collective(item));
     if (auto h = root.find("host")) p.host = parse_host_dispatch(*h);

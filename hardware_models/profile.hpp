@@ -28,6 +28,15 @@ struct BatchedGemmSample {
     double tflops = 0.0;  // measured, per GPU, over all batch products
 };
 
+// A fused attention kernel (cuDNN / FlashAttention), forward or backward: `keys` keys per query
+// (causal), head dimension `head_dim`; tflops counts the FLOPs the kernel computes.
+struct AttentionSample {
+    bool backward = false;
+    std::int64_t keys = 0;
+    std::int64_t head_dim = 0;
+    double tflops = 0.0;
+};
+
 struct MemorySample {
     std::string kind;     // "elementwise", "layer-norm", ... (see memory_kind_name)
     double bytes = 0.0;   // bytes moved by the kernel
@@ -76,6 +85,7 @@ struct HardwareProfile {
     std::vector<GemmSample> gemm;
     std::vector<BatchedGemmSample> batched_gemm;
     std::vector<MemorySample> memory;
+    std::vector<AttentionSample> attention;
     std::vector<CollectiveSample> collectives;
     // Framework dispatch on the host (profile_host.hpp); none: the GPU never waits for its host.
     std::optional<HostDispatchCosts> host;
@@ -93,6 +103,10 @@ struct HardwareProfile {
     // batched measurements of that precision (the caller then uses gemm_rate with m x batch rows).
     std::optional<FlopsPerSecond> batched_gemm_rate(sim::Precision p, std::int64_t m, std::int64_t n,
                                                     std::int64_t k, std::int64_t batch) const;
+    // Measured rate of a fused attention kernel: the samples of that direction with the head
+    // dimension nearest `head_dim`, interpolated in log(keys) and clamped at the ends; none
+    // without samples of that direction.
+    std::optional<FlopsPerSecond> attention_rate(bool backward, std::int64_t keys, std::int64_t head_dim) const;
     // Measured bandwidth of a memory-bound kernel kind (falling back to "elementwise"),
     // interpolated in log(bytes) and clamped at the ends.
     std::optional<BytesPerSecond> memory_rate(sim::OpKind kind, Bytes bytes) const;

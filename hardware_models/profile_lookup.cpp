@@ -113,6 +113,31 @@ std::optional<FlopsPerSecond> HardwareProfile::batched_gemm_rate(sim::Precision 
     return teraflops((w1 * r1 + w2 * r2) / (w1 + w2));
 }
 
+std::optional<FlopsPerSecond> HardwareProfile::attention_rate(bool backward, std::int64_t keys,
+                                                             std::int64_t head_dim) const {
+    if (keys <= 0 || head_dim <= 0) return std::nullopt;
+    // The measured head dimension nearest in log space, then its samples bracketing log(keys).
+    double best = std::numeric_limits<double>::max();
+    std::int64_t dim = 0;
+    for (const auto& s : attention) {
+        if (s.backward != backward) continue;
+        const double d = std::abs(std::log(double(s.head_dim)) - std::log(double(head_dim)));
+        if (d < best) best = d, dim = s.head_dim;
+    }
+    if (dim == 0) return std::nullopt;
+    const AttentionSample *below = nullptr, *above = nullptr;
+    for (const auto& s : attention) {
+        if (s.backward != backward || s.head_dim != dim) continue;
+        if (s.keys <= keys && (!below || s.keys > below->keys)) below = &s;
+        if (s.keys >= keys && (!above || s.keys < above->keys)) above = &s;
+    }
+    if (!below) return teraflops(above->tflops);
+    if (!above || above->keys == below->keys) return teraflops(below->tflops);
+    const double f = (std::log(double(keys)) - std::log(double(below->keys))) /
+                     (std::log(double(above->keys)) - std::log(double(below->keys)));
+    return teraflops(below->tflops + f * (above->tflops - below->tflops));
+}
+
 namespace {
 
 // The samples of one kind around a size, found in one pass without allocating (this runs for

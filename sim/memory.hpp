@@ -34,7 +34,7 @@ public:
         current_ += op.memory_alloc;
         if (current_ > peak_.peak) peak_ = {current_, index};
         current_ -= op.memory_free;
-        if (is_gemm(op.kind)) gemm_ += op.flops.value;
+        if (is_matmul(op.kind)) gemm_ += op.flops.value;
     }
     OpListTotals totals() const { return {peak_, Flops(gemm_)}; }
 

@@ -6,6 +6,8 @@ std::string_view op_kind_name(OpKind kind) {
     switch (kind) {
         case OpKind::Gemm: return "gemm";
         case OpKind::BatchedGemm: return "batched_gemm";
+        case OpKind::FusedAttention: return "fused_attention";
+        case OpKind::FusedAttentionBackward: return "fused_attention_backward";
         case OpKind::LayerNorm: return "layer_norm";
         case OpKind::Softmax: return "softmax";
         case OpKind::Activation: return "activation";

@@ -24,6 +24,12 @@ enum class OpKind : std::uint8_t {
     // Compute (priced by FLOPs and bytes through the hardware model).
     Gemm,         // one matrix product [m,k]x[k,n], `shape.batch` == 1
     BatchedGemm,  // `shape.batch` independent products (attention scores, attention x values)
+    // The attention core as one fused kernel (FlashAttention, cuDNN fused attention): priced by
+    // FLOPs at the GPU's attention efficiency for the sequence length. `shape` holds
+    // {queries, keys, head_dim, batch * heads}; `flops` is the work the kernel does (causal
+    // masking skips whole blocks).
+    FusedAttention,
+    FusedAttentionBackward,
     LayerNorm,    // memory-bound kernels from here on: priced by bytes moved
     Softmax,
     Activation,   // GeLU / SwiGLU
@@ -45,6 +51,11 @@ enum class OpKind : std::uint8_t {
 
 inline constexpr bool is_communication(OpKind k) { return k >= OpKind::AllReduce; }
 inline constexpr bool is_gemm(OpKind k) { return k == OpKind::Gemm || k == OpKind::BatchedGemm; }
+inline constexpr bool is_fused_attention(OpKind k) {
+    return k == OpKind::FusedAttention || k == OpKind::FusedAttentionBackward;
+}
+// Kernels whose work is matrix products on the tensor cores (counted in achieved FLOP/s).
+inline constexpr bool is_matmul(OpKind k) { return is_gemm(k) || is_fused_attention(k); }
 
 // What an op's time counts as in the iteration breakdown.
 enum class OpCategory : std::uint8_t {

@@ -28,6 +28,13 @@ PerLayerOp stored_activations(const LayerDims& d) {
     at(LayerOp::Act) = a * bs * static_cast<double>(d.fc1_width()) / t;
     at(LayerOp::Fc2) = a * bs * static_cast<double>(d.ffn) / t;
     at(LayerOp::Bda2) = kMask * bsh / sp;
+    if (!d.attn_dropout) at(LayerOp::AttnDropout) = 0.0;  // PV reads the softmax output itself
+    if (d.fused_attention) {
+        // One kernel keeps Q, K, V (its output is the projection's input, kept there) and the
+        // row statistics: nothing of size s x s.
+        for (LayerOp op : {LayerOp::Qk, LayerOp::Softmax, LayerOp::AttnDropout, LayerOp::Av}) at(op) = 0.0;
+        at(LayerOp::Attn) = a * bs * static_cast<double>(d.h + 2 * d.kv_width()) / t + fused_attention_stats_bytes(d);
+    }
     return m;
 }
 
@@ -40,7 +47,13 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
         mem.recompute[i] = mem.forward[i];
         mem.forward[i] = 0.0;
     };
-    if (r == Recompute::Selective) {
+    if (r == Recompute::Selective && d.fused_attention) {
+        // Megatron-Core checkpoints the core attention: Q, K and V stay as the checkpoint's inputs,
+        // the kernel runs again before the backward and keeps its statistics then.
+        const auto attn = static_cast<std::size_t>(LayerOp::Attn);
+        mem.recompute[attn] = fused_attention_stats_bytes(d);
+        mem.forward[attn] -= mem.recompute[attn];
+    } else if (r == Recompute::Selective) {
         move_to_recompute(LayerOp::Softmax);
         move_to_recompute(LayerOp::AttnDropout);
     } else if (r == Recompute::Full) {

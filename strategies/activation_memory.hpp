@@ -5,6 +5,10 @@
 //   attention 13sbh + 5as^2b (11sbh without its LayerNorm input): LayerNorm input 2sbh, QKV input 2sbh, Q and K 4sbh, softmax output
 //   2as^2b, dropout mask as^2b, dropout output 2as^2b, V 2sbh, projection input 2sbh, mask sbh;
 //   MLP 21sbh (19sbh without its LayerNorm input): LayerNorm input 2sbh, FC1 input 2sbh, GeLU input 8sbh, FC2 input 8sbh, mask sbh.
+// Fused attention (FlashAttention, cuDNN) keeps no s x s tensor: Q, K, V (6sbh without GQA) and an
+// fp32 log-sum-exp per query and head (4abs), so the attention keeps 11sbh + 4as (plus 2sbh for
+// LayerNorm's input); without attention dropout the unfused attention keeps 2as^2b less
+// (no mask, no dropout output) and PV reads the softmax output.
 // Tensor parallelism divides the attention/MLP interiors by t; sequence parallelism divides the
 // LayerNorm/dropout regions too. Grouped-query attention shrinks K and V, SwiGLU doubles the
 // activation input.

@@ -75,7 +75,7 @@ void emit_head_forward(OpEmitter& e, const LayerContext& c) {
     if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Forward, OpKind::AllGather, ln_i));
     sim::Op logits = gemm_op(l.logits_f, logits_gemm(c.dims), OpCategory::Compute, a);
     logits.memory_alloc = Bytes(a * region(c));
-    std::uint32_t last = e.compute(logits);
+    std::uint32_t last = e.compute_16bit(logits);
     // Read 16-bit logits, write and re-read the fp32 exponentials; keep the fp32 softmax.
     sim::Op xent = memory_op(OpKind::CrossEntropy, l.xent_f, (a + 2.0 * kFp32) * logits_elems(c), OpCategory::Compute);
     xent.memory_alloc = Bytes(kFp32 * logits_elems(c));
@@ -103,7 +103,7 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     // overlapping the input-gradient GEMM.
     const std::uint32_t regather = c.dims.sp ? emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, x) : kNoOp;
     const sim::GemmShape g = logits_gemm(c.dims);
-    const std::uint32_t dgrad = e.compute(gemm_op(l.logits_dgrad, input_grad_shape(g), OpCategory::Compute, a));
+    const std::uint32_t dgrad = e.compute_16bit(gemm_op(l.logits_dgrad, input_grad_shape(g), OpCategory::Compute, a));
     const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
     // Like the layers' GEMMs: the input-gradient reduction overlaps the weight-gradient GEMM only
     // with the asynchronous all-reduce (tp_backward_overlap), else it follows it and blocks.
@@ -111,7 +111,7 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     sim::Op wgrad = gemm_op(l.logits_wgrad, weight_grad_shape(g), OpCategory::Compute, a);
     wgrad.memory_free = Bytes(a * region(c));
     e.wait_for(regather);
-    const std::uint32_t w = e.compute(wgrad);
+    const std::uint32_t w = e.compute_16bit(wgrad);
     if (!c.tp_backward_overlap) red = emit_tp_collective(e, c, Phase::Backward, reduce, w);
     e.wait_for(red);
     sim::Op ln = memory_op(OpKind::LayerNorm, l.final_ln_b, 4.0 * a * region(c), OpCategory::Compute);

@@ -6,7 +6,7 @@ namespace cuboid {
 namespace {
 
 constexpr std::array<const char*, kLayerOpCount> kNames = {
-    "ln1", "qkv", "qk", "softmax", "attn_dropout", "av", "proj", "bda1", "ln2", "fc1", "act", "fc2", "bda2"};
+    "ln1", "qkv", "qk", "softmax", "attn_dropout", "av", "proj", "bda1", "ln2", "fc1", "act", "fc2", "bda2", "attn"};
 
 bool is_layer_gemm(int i) {
     const auto op = static_cast<LayerOp>(i);
@@ -14,18 +14,20 @@ bool is_layer_gemm(int i) {
            op == LayerOp::Fc1 || op == LayerOp::Fc2;
 }
 
+void intern_layer_op(sim::Program& p, Labels& l, int i) {
+    const std::string n = kNames[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(i);
+    l.fwd[k] = p.intern("F." + n);
+    l.rec[k] = p.intern("R." + n);
+    l.bwd[k] = p.intern(is_layer_gemm(i) ? "B." + n + ".dgrad" : "B." + n);
+    l.wgrad[k] = is_layer_gemm(i) ? p.intern("B." + n + ".wgrad") : l.bwd[k];
+}
+
 }  // namespace
 
 Labels intern_labels(sim::Program& p) {
     Labels l;
-    for (int i = 0; i < kLayerOpCount; ++i) {
-        const std::string n = kNames[static_cast<std::size_t>(i)];
-        const auto k = static_cast<std::size_t>(i);
-        l.fwd[k] = p.intern("F." + n);
-        l.rec[k] = p.intern("R." + n);
-        l.bwd[k] = p.intern(is_layer_gemm(i) ? "B." + n + ".dgrad" : "B." + n);
-        l.wgrad[k] = is_layer_gemm(i) ? p.intern("B." + n + ".wgrad") : l.bwd[k];
-    }
+    for (int i = 0; i < static_cast<int>(LayerOp::Attn); ++i) intern_layer_op(p, l, i);
     const std::array<const char*, 3> phase = {"F", "R", "B"};
     const std::array<const char*, 3> coll = {"allreduce", "allgather", "reducescatter"};
     for (std::size_t ph = 0; ph < 3; ++ph)
@@ -60,6 +62,7 @@ Labels intern_labels(sim::Program& p) {
     l.tp_grad_sync = p.intern("tp.grad_allreduce");
     l.emb_grad_sync = p.intern("emb.grad_allreduce");
     l.group_emb = p.intern("emb");
+    intern_layer_op(p, l, static_cast<int>(LayerOp::Attn));
     return l;
 }
 

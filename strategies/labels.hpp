@@ -10,9 +10,11 @@
 
 namespace cuboid {
 
-// Forward kernels of one transformer layer, in execution order.
+// Forward kernels of one transformer layer, in execution order; Attn, the fused attention kernel
+// (FlashAttention / cuDNN), replaces Qk, Softmax, AttnDropout and Av when the model's attention is
+// fused and runs between Qkv and Proj (it is last here so the unfused labels keep their indices).
 enum class LayerOp : std::uint8_t {
-    Ln1, Qkv, Qk, Softmax, AttnDropout, Av, Proj, Bda1, Ln2, Fc1, Act, Fc2, Bda2, Count
+    Ln1, Qkv, Qk, Softmax, AttnDropout, Av, Proj, Bda1, Ln2, Fc1, Act, Fc2, Bda2, Attn, Count
 };
 inline constexpr int kLayerOpCount = static_cast<int>(LayerOp::Count);
 

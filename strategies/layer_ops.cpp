@@ -54,20 +54,37 @@ bool is_gemm_op(LayerOp op) {
            op == LayerOp::Fc1 || op == LayerOp::Fc2;
 }
 
+// Whether the layer runs `op`: the fused kernel or the unfused core, dropout only when asked.
+bool runs(const LayerDims& d, LayerOp op) {
+    switch (op) {
+        case LayerOp::Attn: return d.fused_attention;
+        case LayerOp::Qk:
+        case LayerOp::Softmax:
+        case LayerOp::Av: return !d.fused_attention;
+        case LayerOp::AttnDropout: return !d.fused_attention && d.attn_dropout;
+        default: return true;
+    }
+}
+
 // One forward kernel, in the forward or the recompute phase, allocating what it stores.
 std::uint32_t forward_kernel(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp op) {
     const Labels& l = *c.labels;
     const std::uint32_t label = ph == Phase::Recompute ? l.rec[idx(op)] : l.fwd[idx(op)];
-    sim::Op o = is_gemm_op(op) ? gemm_op(label, forward_gemm(c, op), category(ph), c.dims.act_bytes)
-                               : memory_op(memory_kind(op), label, forward_bytes(c, op), category(ph));
+    sim::Op o = is_gemm_op(op)          ? gemm_op(label, forward_gemm(c, op), category(ph), c.dims.act_bytes)
+                : op == LayerOp::Attn ? fused_attention_op(label, c.dims, false, category(ph))
+                                      : memory_op(memory_kind(op), label, forward_bytes(c, op), category(ph));
     const PerLayerOp& alloc = ph == Phase::Recompute ? c.memory.recompute : c.memory.forward;
     o.memory_alloc = Bytes(alloc[idx(op)]);
     return e.compute(o);
 }
 
+// The kernels from `first` to `last` in execution order (the fused kernel in place of QK..PV).
 void forward_range(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp first, LayerOp last) {
-    for (int i = static_cast<int>(first); i <= static_cast<int>(last); ++i)
-        forward_kernel(e, c, ph, static_cast<LayerOp>(i));
+    for (int i = static_cast<int>(first); i <= static_cast<int>(last); ++i) {
+        const auto op = static_cast<LayerOp>(i);
+        if (op == LayerOp::Qk && c.dims.fused_attention) forward_kernel(e, c, ph, LayerOp::Attn);
+        if (runs(c.dims, op)) forward_kernel(e, c, ph, op);
+    }
 }
 
 // One of the layer's overlap_chunks sub-batches (seed_algorithms §1.3): 1/k of the GEMM rows,
@@ -186,6 +203,13 @@ void selective_recompute(OpEmitter& e, const LayerContext& c) {
     forward_range(e, c, Phase::Recompute, LayerOp::Qk, LayerOp::Av);
 }
 
+// The fused kernel's backward: dQ, dK, dV in one kernel; releases what its forward kept.
+void fused_attention_backward(OpEmitter& e, const LayerContext& c) {
+    sim::Op o = fused_attention_op(c.labels->bwd[idx(LayerOp::Attn)], c.dims, true, OpCategory::Compute);
+    o.memory_free = Bytes(freed(c, LayerOp::Attn));
+    e.compute(o);
+}
+
 // Sequence parallelism: all-gather after the last kernel (the output gradient, or a LayerNorm
 // output for a weight gradient); kNoOp without it.
 std::uint32_t gather_after_last(OpEmitter& e, const LayerContext& c) {
@@ -208,15 +232,29 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
     e.wait_for(gather_after_last(e, c));
     backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
     if (c.recompute == Recompute::Selective) selective_recompute(e, c);
-    backward_gemm(e, c, LayerOp::Av, kNoOp, kNoReduce);
-    backward_memory(e, c, LayerOp::AttnDropout);
-    backward_memory(e, c, LayerOp::Softmax);
-    backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
+    if (c.dims.fused_attention) {
+        fused_attention_backward(e, c);
+    } else {
+        backward_gemm(e, c, LayerOp::Av, kNoOp, kNoReduce);
+        if (c.dims.attn_dropout) backward_memory(e, c, LayerOp::AttnDropout);
+        backward_memory(e, c, LayerOp::Softmax);
+        backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
+    }
     const std::uint32_t regather = gather_after_last(e, c);
     return backward_gemm(e, c, LayerOp::Qkv, regather, reduce);
 }
 
 }  // namespace
+
+sim::Op fused_attention_op(std::uint32_t label, const LayerDims& d, bool backward, sim::OpCategory cat) {
+    sim::Op o;
+    o.kind = backward ? OpKind::FusedAttentionBackward : OpKind::FusedAttention;
+    o.category = cat;
+    o.label = label;
+    o.shape = sim::PackedGemmShape::of(layer_gemms(d).qk);  // {queries, keys, head_dim, b*heads/t}
+    o.flops = Flops(fused_attention_flops(d, backward));
+    return o;
+}
 
 sim::OpKind memory_kind(LayerOp op) {
     switch (op) {

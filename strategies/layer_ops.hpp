@@ -43,6 +43,9 @@ struct LayerContext {
 // tensor modes' layers use the same kinds.
 sim::OpKind memory_kind(LayerOp op);
 
+// The fused attention kernel (forward or backward) of a rank with these dimensions.
+sim::Op fused_attention_op(std::uint32_t label, const LayerDims& d, bool backward, sim::OpCategory cat);
+
 // The ordinary forward of one layer (stores what the recompute policy keeps).
 void emit_layer_forward(OpEmitter& e, const LayerContext& c);
 // The backward of one layer, preceded by its recomputation when the policy asks for it.

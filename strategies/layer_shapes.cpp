@@ -17,6 +17,9 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.mesh = TensorMesh::one_d(tensor);
     d.swiglu = m.swiglu;
     d.sp = sequence_parallel && tensor > 1;
+    d.fused_attention = m.attention == AttentionKernel::Fused;
+    d.attn_dropout = m.attention_dropout;
+    d.causal = m.causal;
     // Activations are stored in 16 bits under mixed precision (fp8 training keeps 16-bit
     // activations between kernels too); fp32 and tf32 keep 32-bit tensors.
     d.act_bytes = (precision == sim::Precision::Fp32 || precision == sim::Precision::Tf32) ? 4.0 : 2.0;
@@ -34,6 +37,23 @@ LayerGemms layer_gemms(const LayerDims& d) {
     g.fc1 = {bs, d.fc1_width() / d.t, d.h, 1};
     g.fc2 = {bs, d.h, d.ffn / d.t, 1};
     return g;
+}
+
+double attention_tile_fraction(const LayerDims& d) {
+    if (!d.causal) return 1.0;
+    const std::int64_t n = (d.attended() + kAttentionBlock - 1) / kAttentionBlock;
+    return static_cast<double>(n + 1) / static_cast<double>(2 * n);
+}
+
+double fused_attention_flops(const LayerDims& d, bool backward) {
+    const LayerGemms g = layer_gemms(d);
+    const double forward = (gemm_flops(g.qk) + gemm_flops(g.av)) * attention_tile_fraction(d);
+    return backward ? kFusedAttentionBackwardRatio * forward : forward;
+}
+
+double fused_attention_stats_bytes(const LayerDims& d) {
+    constexpr double kFp32 = 4.0;
+    return kFp32 * static_cast<double>(d.b * d.heads / d.t) * static_cast<double>(d.s);
 }
 
 LayerDims sub_batch_dims(const LayerDims& d, int k) {

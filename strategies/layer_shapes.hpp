@@ -25,6 +25,11 @@ struct LayerDims {
     bool sp = false;             // sequence parallel: LayerNorm/dropout regions split over t
                                  // (also set by set_mesh for 2d/3d: their activation is split over t)
     double act_bytes = 2.0;      // bytes per activation element (16-bit unless fp32/tf32)
+    // The attention core: one fused kernel each way (FlashAttention / cuDNN), or Megatron 2021's
+    // batched GEMMs with softmax and dropout kernels; dropout on the probabilities; causal mask.
+    bool fused_attention = false;
+    bool attn_dropout = true;
+    bool causal = true;
     // Keys each query attends to; 0: s. A sub-batch cut along the sequence (sub_batch_dims)
     // holds s/k queries that still attend to the whole sequence's keys.
     std::int64_t keys = 0;
@@ -63,6 +68,20 @@ struct LayerGemms {
 };
 
 LayerGemms layer_gemms(const LayerDims& d);
+
+// Fused attention (FlashAttention 2/3, cuDNN): the kernel works on tiles of kAttentionBlock
+// queries x kAttentionBlock keys and, under a causal mask, skips the tiles above the diagonal:
+// of n x n tiles it computes n(n+1)/2, a fraction (n+1)/(2n) (1 without a causal mask).
+inline constexpr std::int64_t kAttentionBlock = 128;
+double attention_tile_fraction(const LayerDims& d);
+// FLOPs of the fused kernel on one rank: forward 4*b*(heads/t)*s*keys*head_dim (QK^T and PV)
+// times the tile fraction; backward 2.5x that (FlashAttention 2 §3.2: it recomputes QK^T, then
+// forms dP = dO V^T, dV = P^T dO, dQ = dS K and dK = dS^T Q: five products to the forward's two).
+double fused_attention_flops(const LayerDims& d, bool backward);
+inline constexpr double kFusedAttentionBackwardRatio = 2.5;
+// Bytes the fused kernel saves for its backward besides Q, K, V and its output: the fp32 row
+// log-sum-exp of each query and head, b*(heads/t)*s*4.
+double fused_attention_stats_bytes(const LayerDims& d);
 
 // One of `k` equal sub-batches of a micro-batch (Merak's sub-pipelined tensor parallelism,
 // seed_algorithms §1.3): whole sequences (b/k) when k divides b, as Merak's chunk along the batch;

@@ -38,7 +38,9 @@ std::uint32_t OpEmitter::append(sim::Op op, const std::uint32_t* deps, std::uint
     // fp8 training (Transformer Engine's recipe) runs the linear layers' GEMMs in fp8 and keeps
     // the attention core (QK^T, softmax, PV: the batched GEMMs) in 16 bit; its fp8 attention is
     // an option that is off by default.
-    if (op.kind == sim::OpKind::BatchedGemm && precision_ == sim::Precision::Fp8) op.precision = sim::Precision::Bf16;
+    // The fused attention kernel is 16-bit for the same reason.
+    if ((op.kind == sim::OpKind::BatchedGemm || sim::is_fused_attention(op.kind)) && precision_ == sim::Precision::Fp8)
+        op.precision = sim::Precision::Bf16;
     list_.deps.insert(list_.deps.end(), deps, deps + count);
     list_.ops.push_back(op);
     if (tags_ != nullptr) tags_->push_back(context_);
@@ -50,6 +52,12 @@ std::uint32_t OpEmitter::compute(sim::Op op) {
     const std::uint32_t i = append(op, pending_.data(), static_cast<std::uint32_t>(pending_.size()));
     pending_.clear();
     last_compute_ = i;
+    return i;
+}
+
+std::uint32_t OpEmitter::compute_16bit(sim::Op op) {
+    const std::uint32_t i = compute(op);
+    if (precision_ == sim::Precision::Fp8) list_.ops[i].precision = sim::Precision::Bf16;
     return i;
 }
 

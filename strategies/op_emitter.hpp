@@ -44,6 +44,9 @@ public:
     // A compute op on the compute stream; it depends on every op passed to wait_for since the
     // previous compute op.
     std::uint32_t compute(sim::Op op);
+    // A compute op that stays 16-bit under fp8 training: Transformer Engine's recipe runs the
+    // linear layers in fp8 and keeps the output layer (the logits GEMMs) in bf16.
+    std::uint32_t compute_16bit(sim::Op op);
     // A communication op that depends on `after` (kNoOp: nothing).
     std::uint32_t comm(sim::Op op, std::uint32_t after);
     // A communication op that depends on several ops.

@@ -35,6 +35,18 @@ void check_model(const Checker& c, const ModelSpec& m) {
     c.require(m.ffn_hidden >= 0, "model.ffn_hidden", "must be positive (0: 4 * hidden)");
 }
 
+// The fused kernels of FlashAttention and cuDNN run in fp16 / bf16 (fp8 training keeps the
+// attention 16-bit); the 2d, 3d and ATP layer programs model their papers' unfused attention.
+void check_attention(const Checker& c, const Scenario& sc) {
+    if (sc.model.attention != AttentionKernel::Fused) return;
+    const sim::Precision p = sc.training.precision;
+    c.require(p != sim::Precision::Fp32 && p != sim::Precision::Tf32, "model.attention",
+              "fused attention kernels run in fp16 or bf16; with fp32 or tf32 training use model.attention: unfused");
+    c.require(sc.parallel.tensor_mode == TensorMode::OneD || sc.parallel.tensor <= 1, "model.attention",
+              "fused attention is modelled with 1d tensor parallelism; the 2d, 3d and atp layer programs run "
+              "their papers' unfused attention: set model.attention: unfused (or training.framework: megatron-2021)");
+}
+
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
     c.require(p.zero_stage >= 0 && p.zero_stage <= 3, "parallel.zero_stage", "allowed: 0, 1, 2, 3");
     c.require(p.zero_stage != 3, "parallel.zero_stage",
@@ -126,6 +138,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     const Checker c(sc);
     check_model(c, sc.model);
     check_unsupported(c, sc.parallel);
+    check_attention(c, sc);
     const int data = check_degrees(c, sc);
     check_tensor(c, sc);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);

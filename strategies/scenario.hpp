@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,11 @@
 
 namespace cuboid {
 
+// How the attention core runs: one fused kernel per direction (FlashAttention, cuDNN fused
+// attention: no s x s scores in memory) or Megatron-LM 2021's batched GEMMs with softmax and
+// dropout kernels between them.
+enum class AttentionKernel : std::uint8_t { Unfused, Fused };
+
 struct ModelSpec {
     std::string preset;     // empty: none
     int layers = 0;
@@ -25,6 +31,10 @@ struct ModelSpec {
     int seq_len = 0;
     int vocab = 0;
     bool swiglu = false;    // gated MLP (Llama): three FFN matrices instead of two
+    bool causal = true;     // causal attention mask (decoder LMs); false: every query sees every key
+    // Set by training.framework unless the scenario gives them (StackChoices).
+    AttentionKernel attention = AttentionKernel::Unfused;
+    bool attention_dropout = true;  // dropout on the attention probabilities
 
     int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
@@ -37,6 +47,21 @@ enum class PartitionMethod { Auto, Uniform };
 // ATP (Cheng et al. 2023): which mesh direction the first linear layer of a block splits
 // (column-first or row-first); Auto: chosen from the cluster's hierarchical communication matrix.
 enum class AtpOrder { Auto, ColumnFirst, RowFirst };
+
+// The training software stack whose defaults a scenario takes (strategies/framework.hpp).
+enum class Framework : std::uint8_t { Megatron2021, MegatronCore };
+
+// The keys a framework preset sets, as the scenario gave them (none: the preset's value). The
+// effective values live in ModelSpec and ParallelPlan; apply_framework (strategies/framework.hpp)
+// writes them from these and the preset whenever either changes.
+struct StackChoices {
+    Framework framework = Framework::MegatronCore;
+    std::optional<AttentionKernel> attention;
+    std::optional<bool> attention_dropout;
+    std::optional<int> zero_stage;
+    std::optional<bool> dp_overlap;
+    std::optional<bool> tp_backward_overlap;
+};
 
 struct TrainingSpec {
     int global_batch = 0;                 // sequences per iteration
@@ -87,6 +112,7 @@ struct Scenario {
     TrainingSpec training;
     ParallelPlan parallel;
     CostSpec cost;
+    StackChoices stack;
     // sweep axes in file order: dotted key -> values as written (applied with the --set rules)
     std::vector<std::pair<std::string, std::vector<std::string>>> sweep;
 

@@ -11,6 +11,7 @@
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/error_location.hpp"
 #include "strategies/cli/value_parse.hpp"
+#include "strategies/framework.hpp"
 #include "strategies/names.hpp"
 
 namespace cuboid::cli {
@@ -34,6 +35,33 @@ void set_preset(Scenario& s, V v, W w, C c) {
         throw with_location_if_missing(e, w);
     }
     if (s.model.preset.empty()) s.model.preset = name;  // the resolver may give the canonical name
+}
+
+// A model preset replaces the whole model, the stack settings it holds included: they are the
+// framework's again, or the scenario's own choice.
+void set_model_preset(Scenario& s, V v, W w, C c) {
+    set_preset(s, v, w, c);
+    apply_framework(s);
+}
+
+void set_framework(Scenario& s, V v, W w, C) {
+    if (v == "megatron-2021") s.stack.framework = Framework::Megatron2021;
+    else if (v == "megatron-core") s.stack.framework = Framework::MegatronCore;
+    else throw InputError(w, fmt::format("unknown framework '{}'; allowed: megatron-2021, megatron-core", v));
+    apply_framework(s);
+}
+
+void set_attention(Scenario& s, V v, W w, C) {
+    if (v == "fused") s.stack.attention = AttentionKernel::Fused;
+    else if (v == "unfused") s.stack.attention = AttentionKernel::Unfused;
+    else throw InputError(w, fmt::format("unknown attention kernel '{}'; allowed: fused, unfused", v));
+    apply_framework(s);
+}
+
+void set_attention_mask(Scenario& s, V v, W w, C) {
+    if (v == "causal") s.model.causal = true;
+    else if (v == "full") s.model.causal = false;
+    else throw InputError(w, fmt::format("unknown attention mask '{}'; allowed: causal, full", v));
 }
 
 void set_gpu(Scenario& s, V v, W w, C c) {
@@ -100,7 +128,7 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"name", "text", "", "the file name without .yaml", "any", "copied into the output",
      [](Scenario& s, V v, W, C) { s.name = std::string(v); }},
     {"model.preset", "name", "", "none", "`cuboid list models`",
-     "a known model; applied first, the other model keys override it", set_preset},
+     "a known model; applied first, the other model keys override it", set_model_preset},
     {"model.layers", "integer", "", "from the preset", ">= 1", "transformer layers",
      [](Scenario& s, V v, W w, C) { s.model.layers = int_at_least(v, w, 1); }},
     {"model.hidden", "integer", "", "from the preset", ">= 1", "hidden size h",
@@ -118,6 +146,18 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"model.swiglu", "boolean", "", "false (or the preset's)", "true | false",
      "gated MLP with three matrices (Llama) instead of two",
      [](Scenario& s, V v, W w, C) { s.model.swiglu = parse_bool(v, w); }},
+    {"model.attention", "name", "", "from training.framework (megatron-core: fused; megatron-2021: unfused)",
+     "fused | unfused",
+     "attention core as one fused kernel each way (FlashAttention / cuDNN: no s x s scores stored) or as "
+     "batched GEMMs with softmax and dropout kernels (Megatron-LM 2021)",
+     set_attention},
+    {"model.attention_dropout", "boolean", "",
+     "from training.framework (megatron-core: false; megatron-2021: true)", "true | false",
+     "dropout on the attention probabilities",
+     [](Scenario& s, V v, W w, C) { s.stack.attention_dropout = parse_bool(v, w); apply_framework(s); }},
+    {"model.attention_mask", "name", "", "causal", "causal | full",
+     "causal: each token attends to the ones before it (a fused kernel skips the masked blocks); full: to all",
+     set_attention_mask},
     {"cluster.gpu", "name", "", "a100-sxm-80gb", "`cuboid list gpus`", "GPU model of every node", set_gpu},
     {"cluster.nodes", "integer", "", "1", ">= 1", "nodes in the cluster",
      [](Scenario& s, V v, W w, C) { s.cluster.nodes = int_at_least(v, w, 1); }},
@@ -148,6 +188,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.training.micro_batch = int_at_least(v, w, 1); }},
     {"training.precision", "name", "", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8", "arithmetic of the matrix products",
      [](Scenario& s, V v, W w, C) { s.training.precision = parse_suggesting(parse_precision, precision_words(), v, w); }},
+    {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
+     "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
+     "parallel.dp_overlap, parallel.tp_backward_overlap (each key given in the scenario wins)",
+     set_framework},
     {"training.tokens", "number", "tokens", "none", "> 0, <= 1e18", "tokens to train, for time to train, cost and energy",
      [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); check_at_most(*s.training.tokens, w, L::kMaxTrainingTokens); }},
     {"parallel.tensor", "integer", "GPUs", "1", ">= 1", "tensor-parallel degree t",
@@ -182,13 +226,16 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.stage_layers", "list", "layers", "from parallel.partition", "one integer >= 1 per model chunk, sum = model.layers",
      "layers of each model chunk (chunk j = local chunk * pipeline + stage), overriding parallel.partition",
      set_stage_layers},
-    {"parallel.zero_stage", "integer", "", "0", "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3)",
-     [](Scenario& s, V v, W w, C) { s.parallel.zero_stage = int_between(v, w, 0, 3); }},
-    {"parallel.dp_overlap", "boolean", "", "true", "true | false", "overlap gradient reduction with backward compute",
-     [](Scenario& s, V v, W w, C) { s.parallel.dp_overlap = parse_bool(v, w); }},
-    {"parallel.tp_backward_overlap", "boolean", "", "true", "true | false",
+    {"parallel.zero_stage", "integer", "", "from training.framework (megatron-core: 1, the distributed optimizer; megatron-2021: 0)",
+     "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3)",
+     [](Scenario& s, V v, W w, C) { s.stack.zero_stage = int_between(v, w, 0, 3); apply_framework(s); }},
+    {"parallel.dp_overlap", "boolean", "", "from training.framework (megatron-core: true; megatron-2021: false)",
+     "true | false", "overlap gradient reduction (and the ZeRO parameter all-gather) with compute",
+     [](Scenario& s, V v, W w, C) { s.stack.dp_overlap = parse_bool(v, w); apply_framework(s); }},
+    {"parallel.tp_backward_overlap", "boolean", "", "from training.framework (megatron-core: true; megatron-2021: false)",
+     "true | false",
      "overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM (Megatron-LM 2022+); false: it blocks, as in Megatron-LM 2021",
-     [](Scenario& s, V v, W w, C) { s.parallel.tp_backward_overlap = parse_bool(v, w); }},
+     [](Scenario& s, V v, W w, C) { s.stack.tp_backward_overlap = parse_bool(v, w); apply_framework(s); }},
     {"cost.gpu_hour_usd", "number", "US dollars per GPU-hour", "none", "0 .. 1e6", "price for the cost of training",
      [](Scenario& s, V v, W w, C) { s.cost.gpu_hour_usd = number_between(v, w, 0.0, L::kMaxGpuHourUsd); }},
     {"cost.node_power_kw", "number", "kW", "none", "0 .. 1e4", "power drawn by one node, for the energy of training",

@@ -11,6 +11,7 @@
 #include "hardware_models/input_file.hpp"
 #include "hardware_models/yaml_text.hpp"
 #include "strategies/cli/suggest.hpp"
+#include "strategies/framework.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -127,6 +128,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& file, co
                             const NameResolvers& names) {
     const YAML::Node root = hw::load_yaml_document(text, file, "a scenario");
     Scenario s;
+    apply_framework(s);  // the default framework's settings, until the file says otherwise
     s.source_file = file;
     if (!root.IsMap())
         throw InputError({file, root.IsNull() ? 0 : root.Mark().line + 1, ""},

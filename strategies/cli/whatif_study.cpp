@@ -15,6 +15,7 @@
 #include "strategies/cli/search_config.hpp"
 #include "strategies/cli/suggest.hpp"
 #include "strategies/cli/value_parse.hpp"
+#include "strategies/framework.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -63,7 +64,8 @@ constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
                                         "node_overhead_w"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
-                                      "seq_len", "vocab", "swiglu", "tokens", "global_batch", "precision"};
+                                      "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
+                                      "attention_mask", "tokens", "global_batch", "precision", "framework"};
 
 template <std::size_t N>
 std::vector<std::string> words(const char* const (&keys)[N]) {
@@ -142,7 +144,7 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
         if (k == "name" || k == "preset") continue;
         if (std::find(std::begin(kModelKeys), std::end(kModelKeys), k) == std::end(kModelKeys))
             throw InputError(w, unknown_name_message("model key", k, words(kModelKeys)));
-        const bool training = k == "tokens" || k == "global_batch" || k == "precision";
+        const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework";
         r.set(m.settings, (training ? "training." : "model.") + k, it->second, w);
     }
     if (!m.settings.training.tokens)
@@ -210,6 +212,8 @@ Scenario pair_scenario(const Study& study, const StudyCluster& cluster, const St
     s.training = model.settings.training;
     s.cluster = cluster.settings.cluster;
     s.cost = cluster.settings.cost;
+    s.stack = model.settings.stack;
+    apply_framework(s);
     return s;
 }
 

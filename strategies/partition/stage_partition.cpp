@@ -21,7 +21,7 @@ struct Roofline {
     double bytes_per_s = 0.0;  // 0: bytes cost nothing
 
     double time(const sim::Op& op) const {
-        const double compute = sim::is_gemm(op.kind) ? op.flops.value / flops_per_s : 0.0;
+        const double compute = sim::is_matmul(op.kind) ? op.flops.value / flops_per_s : 0.0;
         if (bytes_per_s <= 0.0 || sim::is_communication(op.kind)) return compute;
         return std::max(compute, op.bytes.value / bytes_per_s);
     }

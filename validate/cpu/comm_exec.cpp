@@ -51,7 +51,8 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
         case LayerOp::Act: return {layer, Field::Ln2, Field::Ln2Regather};
         case LayerOp::Fc1: return {layer, Field::DLn2Partial, Field::DLn2};
         case LayerOp::Bda1: return {layer, Field::GProj, Field::GProjFull};
-        case LayerOp::Qk: return {layer, Field::Ln1, Field::Ln1Regather};
+        case LayerOp::Qk:
+        case LayerOp::Attn: return {layer, Field::Ln1, Field::Ln1Regather};  // the last kernel before QKV's backward
         case LayerOp::Qkv: return {layer, Field::DLn1Partial, Field::DLn1};
         default: break;
     }

@@ -26,6 +26,9 @@ std::vector<Field> saved_by(LayerOp op) {
         case LayerOp::Fc1: return {Field::Ln2};
         case LayerOp::Act: return {Field::A1};
         case LayerOp::Fc2: return {Field::G1};
+        // The fused kernel keeps Q, K, V and its row statistics; the probabilities stand for
+        // those statistics here (the backward rebuilds P from them, as FlashAttention does).
+        case LayerOp::Attn: return {Field::Q, Field::K, Field::V, Field::Probs, Field::ProbsD};
         default: return {};
     }
 }
@@ -72,6 +75,11 @@ void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const 
             break;
         case LayerOp::AttnDropout: set(Field::ProbsD, need(c, Field::Probs)); break;
         case LayerOp::Av: set(Field::Ctx, attn_context(need(c, Field::ProbsD), attended(key, Field::V), a)); break;
+        case LayerOp::Attn:  // QK^T, softmax and PV in one kernel (no dropout: fused attention runs without it)
+            set(Field::Probs, causal_softmax(attn_scores(need(c, Field::Q), attended(key, Field::K), a), scale, a.seq));
+            set(Field::ProbsD, need(c, Field::Probs));
+            set(Field::Ctx, attn_context(need(c, Field::ProbsD), attended(key, Field::V), a));
+            break;
         case LayerOp::Proj: set(Field::ProjPartial, need(c, Field::Ctx) * w.wproj); break;
         case LayerOp::Bda1:
             set(Field::H1, need(c, Field::X) + add_bias(reduced(c, Field::ProjPartial, Field::ProjRed), w.bproj));
@@ -167,6 +175,14 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
             if (wgrad) set_key_grad(key, Field::DK, attn_dk(need(c, Field::DScores), need(c, Field::Q), a));
             else c[Field::DQ] = attn_dq(need(c, Field::DScores), attended(key, Field::K), a);
             break;
+        case LayerOp::Attn: {  // dV, dP, dS, dQ, dK in one kernel
+            set_key_grad(key, Field::DV, attn_dv(need(c, Field::ProbsD), need(c, Field::DCtx), a));
+            const Mat dprobs = attn_dprobs(need(c, Field::DCtx), attended(key, Field::V), a);
+            c[Field::DScores] = causal_softmax_backward(need(c, Field::Probs), dprobs, scale);
+            set_key_grad(key, Field::DK, attn_dk(need(c, Field::DScores), need(c, Field::Q), a));
+            c[Field::DQ] = attn_dq(need(c, Field::DScores), attended(key, Field::K), a);
+            break;
+        }
         case LayerOp::Qkv: {
             const Mat dqkv = concat_columns(need(c, Field::DQ), need(c, Field::DK), need(c, Field::DV));
             if (dqkv.cols() != 3 * local) throw std::runtime_error("QKV gradient has the wrong width");

@@ -65,6 +65,8 @@ const char* op_kind_name(sim::OpKind kind) {
     switch (kind) {
         case sim::OpKind::Gemm: return "gemm";
         case sim::OpKind::BatchedGemm: return "batched-gemm";
+        case sim::OpKind::FusedAttention: return "fused-attention";
+        case sim::OpKind::FusedAttentionBackward: return "fused-attention-backward";
         case sim::OpKind::LayerNorm: return "layer-norm";
         case sim::OpKind::Softmax: return "softmax";
         case sim::OpKind::Activation: return "activation";

@@ -155,6 +155,9 @@ private:
             if (g.m > 0 && g.n > 0 && g.k > 0)
                 gemm_.run(static_cast<GemmPrecision>(op.precision), g.m, g.n, g.k, std::max<std::int64_t>(1, g.batch),
                           a_.get(), b_.get(), d_.get(), s);
+        } else if (sim::is_fused_attention(op.kind)) {
+            throw std::runtime_error("the GPU executor does not run fused attention kernels yet; validate a scenario "
+                                     "with model.attention: unfused");
         } else if (op.kind == sim::OpKind::Optimizer && optimizer_in_place(op.bytes.value, plan_.resident_bytes)) {
             // Weights and gradients, then the two moments, in the resident state (execution_plan.hpp).
             const auto parameters = std::size_t(op.bytes.value / calibrate::kernel_bytes::kAdam);
