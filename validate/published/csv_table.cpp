@@ -10,12 +10,25 @@
 namespace cuboid::validate {
 namespace {
 
+// One line of fields. A field in double quotes may hold commas, and "" inside it stands for one
+// quote (RFC 4180, without line breaks inside a field).
 std::vector<std::string> split(const std::string& line) {
-    std::vector<std::string> fields;
-    std::stringstream in(line);
-    std::string field;
-    while (std::getline(in, field, ',')) fields.push_back(field);
-    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+            fields.back() += '"';
+            ++i;
+        } else if (c == '"' && (quoted || fields.back().empty())) {
+            quoted = !quoted;
+        } else if (c == ',' && !quoted) {
+            fields.emplace_back();
+        } else {
+            fields.back() += c;
+        }
+    }
+    if (quoted) throw std::runtime_error("a quoted field is not closed on its line");
     return fields;
 }
 
@@ -28,11 +41,20 @@ CsvTable CsvTable::read(const std::string& path) {
     std::string line;
     if (!std::getline(in, line)) throw std::runtime_error(path + ": empty file");
     if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
-    table.header_ = split(line);
+    int number = 1;
+    const auto fields = [&] {
+        try {
+            return split(line);
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(path + ":" + std::to_string(number) + ": " + e.what());
+        }
+    };
+    table.header_ = fields();
     while (std::getline(in, line)) {
+        ++number;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) continue;
-        table.rows_.push_back(split(line));
+        table.rows_.push_back(fields());
         table.rows_.back().resize(table.header_.size());
     }
     return table;

@@ -1,5 +1,5 @@
-// A small reader for the published-data CSV files: a header row, then rows of plain fields
-// (no quoting: these files have none).
+// A small reader for the published-data CSV files: a header row, then one row per line; a field
+// may be quoted ("a, b" with "" for a quote inside), but may not span lines.
 #pragma once
 
 #include <string>

@@ -1,16 +1,8 @@
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <mutex>
 #include <fmt/core.h>
 
-#include "strategies/cli/catalog_bridge.hpp"
-#include "strategies/cli/overrides.hpp"
-#include "strategies/cli/scenario_loader.hpp"
-#include "sim/parallel_for.hpp"
-#include "strategies/run.hpp"
 #include "validate/published/csv_table.hpp"
 #include "validate/published/published_check.hpp"
+#include "validate/published/row_simulation.hpp"
 
 namespace cuboid::validate {
 namespace {
@@ -22,46 +14,6 @@ double megatron_measured_seconds(const CsvTable& t, std::size_t row) {
     const double l = t.number(row, "layers"), h = t.number(row, "hidden"), V = t.number(row, "vocab");
     const double flops = 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
     return flops / (t.number(row, "measured_tflops_per_gpu") * 1e12 * t.number(row, "gpus"));
-}
-
-CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std::vector<std::string>& sets,
-                      const cli::NameResolvers& names, const CheckOptions& options) {
-    try {
-        Scenario scenario = cli::load_scenario_file(scenario_path, names);
-        cli::apply_overrides(scenario, sets, names);
-        if (!options.profile_override.empty()) scenario.cluster.profile = options.profile_override;
-        cli::check_complete(scenario);
-        // Folded (sim::SimOptions::fold): exactly the full run's time, with fewer events.
-        RunOptions run;
-        run.fold = true;
-        row.predicted_s = run_scenario(scenario, run).iteration_time_s;
-    } catch (const std::exception& e) {
-        row.failure = e.what();
-    }
-    return row;
-}
-
-// One row to predict: the row (measured time filled in), its scenario file and overrides.
-struct RowJob {
-    CheckRow row;
-    std::string scenario_path;
-    std::vector<std::string> sets;
-};
-
-// Predicts every job on `options.threads` threads (rows are independent simulations); results
-// keep the jobs' order, so the output does not depend on the thread count.
-std::vector<CheckRow> simulate_rows(const std::vector<RowJob>& jobs, const CheckOptions& options) {
-    const cli::NameResolvers names = cli::builtin_name_resolvers();
-    std::vector<CheckRow> rows(jobs.size());
-    std::size_t done = 0;
-    std::mutex progress;
-    sim::parallel_for(jobs.size(), static_cast<int>(std::min<std::size_t>(options.threads, 1024)), [&](std::size_t i) {
-        rows[i] = simulate_row(jobs[i].row, jobs[i].scenario_path, jobs[i].sets, names, options);
-        if (!options.progress) return;
-        const std::lock_guard<std::mutex> lock(progress);
-        fmt::print(stderr, "[{}/{}] {} {} {}\n", ++done, jobs.size(), rows[i].set, rows[i].group, rows[i].label);
-    });
-    return rows;
 }
 
 }  // namespace

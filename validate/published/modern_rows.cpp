@@ -1,0 +1,209 @@
+#include "validate/published/modern_rows.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "strategies/cli/catalog_bridge.hpp"
+#include "validate/published/row_simulation.hpp"
+
+namespace cuboid::validate {
+namespace {
+
+std::string first_word(const std::string& text) { return text.substr(0, text.find(' ')); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+// A field that holds a whole number, or nullopt when it is empty; anything else is refused.
+std::optional<int> count(const CsvTable& t, std::size_t r, const char* column) {
+    if (t.empty(r, column)) return std::nullopt;
+    const double v = t.number(r, column);
+    if (v != std::floor(v) || v < 0 || v > 1e9)
+        throw std::runtime_error(fmt::format("column '{}': not a whole number: '{}'", column, t.text(r, column)));
+    return static_cast<int>(v);
+}
+
+bool is_count(const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// cuboid's arithmetic for a row's precision, or "" when cuboid has none like it. FP8 in cuboid
+// is Transformer Engine's per-tensor scaling (delayed or current: "fp8-cs"); "amp_" is
+// llm-foundry's autocast to that type.
+std::string cuboid_precision(const std::string& written) {
+    std::string p = first_word(written);
+    if (p.starts_with("amp_")) p = p.substr(4);
+    if (p == "fp8-cs") p = "fp8";
+    return p == "fp8" || p == "bf16" || p == "fp16" ? p : "";
+}
+
+// Model families whose MLP is gated (SwiGLU: three matrices); the others' is two (GELU, squared
+// ReLU). The CSV gives the family in the model's name only.
+bool gated_mlp(const std::string& model) {
+    const std::string m = lower(model);
+    return contains(m, "llama") || contains(m, "qwen") || contains(m, "deepseek");
+}
+
+// What the row needs that cuboid does not model, each from the field that asks for it. Empty:
+// the row is expressible.
+std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, const std::string& catalog_gpu) {
+    std::vector<std::string> needs;
+    const auto text = [&](const char* column) -> const std::string& { return t.text(r, column); };
+    const int cp = count(t, r, "cp").value_or(1), ep = count(t, r, "ep").value_or(1);
+    if (text("moe") == "yes")
+        needs.push_back(fmt::format("needs expert parallelism / mixture of experts ({} experts, top-{}, ep={})",
+                                    text("experts"), text("topk"), ep));
+    else if (ep > 1)
+        needs.push_back(fmt::format("needs expert parallelism (ep={})", ep));
+    if (!t.empty(r, "kv_heads") && !is_count(text("kv_heads")))
+        needs.push_back(fmt::format("kv_heads '{}' is not a head count: only multi-head and grouped-query "
+                                    "attention are modelled",
+                                    text("kv_heads")));
+    if (cp > 1) needs.push_back(fmt::format("needs context parallelism (cp={})", cp));
+    // strategies/plan_validation.cpp: parallel.zero_stage 3 is refused (not yet simulated).
+    const std::string& sharding = text("distributed_optimizer");
+    if (contains(sharding, "FSDP") || contains(sharding, "ZeRO-3"))
+        needs.push_back("needs FSDP (ZeRO-3; parallel.zero_stage 3 is not supported)");
+    if (catalog_gpu.empty()) {
+        const std::string& gpu = text("gpu");
+        needs.push_back(fmt::format("GPU {} not in the catalog{}", first_word(gpu), gpu.substr(first_word(gpu).size())));
+    }
+    const std::string& precision = text("precision");
+    if (first_word(precision).ends_with("-mx"))
+        needs.push_back(fmt::format("MXFP8 block scaling not modelled (precision {})", precision));
+    else if (cuboid_precision(precision).empty())
+        needs.push_back(fmt::format("precision '{}' not modelled", precision));
+    if (t.empty(r, "micro_batch") && count(t, r, "pp").value_or(1) > 1)
+        needs.push_back(fmt::format("micro-batch size not stated (pipeline {})", text("pp")));
+    return needs;
+}
+
+// The row's fields as `--set` overrides on its block's base scenario.
+std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::string& catalog_gpu) {
+    const auto text = [&](const char* column) -> const std::string& { return t.text(r, column); };
+    const auto whole = [&](const char* column) {
+        const std::optional<int> v = count(t, r, column);
+        if (!v) throw std::runtime_error(fmt::format("column '{}' is empty", column));
+        return *v;
+    };
+    const int gpus = whole("gpus"), per_node = whole("gpus_per_node");
+    if (per_node == 0 || gpus % per_node != 0)
+        throw std::runtime_error(fmt::format("{} GPUs are not whole nodes of {}", gpus, per_node));
+    const int tp = whole("tp"), pp = whole("pp"), dp = whole("dp"), gb = whole("global_batch");
+    const int chunks = count(t, r, "virtual_stages").value_or(1);
+    // Without a stated micro-batch (only where there is no pipeline, missing_features): the
+    // gradient accumulation steps when stated, else one micro-batch per step.
+    const std::optional<int> stated_mb = count(t, r, "micro_batch");
+    const int steps = dp * count(t, r, "grad_accum").value_or(1);
+    if (!stated_mb && (steps == 0 || gb % steps != 0))
+        throw std::runtime_error(fmt::format("micro_batch not stated and global_batch {} is not a multiple of {}", gb, steps));
+    const int mb = stated_mb ? *stated_mb : gb / steps;
+    // Megatron-Core's distributed optimizer (ZeRO-1, its reduce-scatter overlapped with the
+    // backward): stated by Megatron-Bridge, the default of NeMo's recipes where the field is blank.
+    const std::string& sharding = text("distributed_optimizer");
+    const bool megatron_core = contains(text("framework"), "NeMo") || contains(text("framework"), "Megatron");
+    const bool zero1 = contains(sharding, "distributed optimizer") || (sharding.empty() && megatron_core);
+    // Megatron-Core uses sequence parallelism whenever tensor > 1 (so does torchtitan's TP).
+    const bool sp = tp > 1 && !lower(text("sequence_parallel")).starts_with("no");
+
+    std::vector<std::string> sets = {
+        "model.layers=" + text("layers"), "model.hidden=" + text("hidden"), "model.heads=" + text("heads"),
+        "model.vocab=" + text("vocab"), "model.seq_len=" + text("seq_len"),
+        fmt::format("model.swiglu={}", gated_mlp(text("model"))),
+        "cluster.gpu=" + catalog_gpu, fmt::format("cluster.nodes={}", gpus / per_node),
+        fmt::format("cluster.gpus_per_node={}", per_node),
+        fmt::format("parallel.tensor={}", tp), fmt::format("parallel.pipeline={}", pp),
+        fmt::format("parallel.data={}", dp),
+        // Both count model chunks per pipeline stage (per GPU).
+        fmt::format("parallel.virtual_stages={}", chunks),
+        fmt::format("parallel.schedule={}", chunks > 1 ? "interleaved" : "1f1b"),
+        fmt::format("parallel.sequence_parallel={}", sp), fmt::format("parallel.zero_stage={}", zero1 ? 1 : 0),
+        "parallel.dp_overlap=true",
+        fmt::format("training.micro_batch={}", mb), fmt::format("training.global_batch={}", gb),
+        "training.precision=" + cuboid_precision(text("precision"))};
+    if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
+    if (!t.empty(r, "ffn_hidden")) sets.push_back("model.ffn_hidden=" + text("ffn_hidden"));
+    // Blank: the base scenario's (not stated by the source).
+    if (!t.empty(r, "recompute")) sets.push_back("parallel.recompute=" + first_word(text("recompute")));
+    return sets;
+}
+
+}  // namespace
+
+double modern_measured_seconds(const CsvTable& t, std::size_t r) {
+    const std::string& metric = t.text(r, "measured_metric");
+    if (metric != "tokens_per_s_per_gpu")
+        throw std::runtime_error("measured_metric '" + metric +
+                                 "': only tokens_per_s_per_gpu is converted to an iteration time");
+    return t.number(r, "global_batch") * t.number(r, "seq_len") / (t.number(r, "measured_value") * t.number(r, "gpus"));
+}
+
+ModernJob modern_job(const CsvTable& t, std::size_t r, const cli::NameResolvers& names, const CheckOptions& options) {
+    ModernJob job;
+    ModernRow& row = job.row;
+    row.check.set = "modern";
+    row.check.group = t.text(r, "model");
+    row.check.label = t.text(r, "row_id");
+    row.block = t.text(r, "block");
+    row.precision = t.text(r, "precision");
+    row.gpu = first_word(t.text(r, "gpu"));
+    try {
+        std::string catalog_gpu;
+        try {
+            catalog_gpu = names.gpu_name(row.gpu);
+            row.gpu = catalog_gpu;
+        } catch (const std::exception&) {
+            // not in the catalog: a missing feature, below
+        }
+        row.gpus = count(t, r, "gpus").value_or(0);
+        row.tokens = t.number(r, "global_batch") * t.number(r, "seq_len");
+        const int cp = count(t, r, "cp").value_or(1), ep = count(t, r, "ep").value_or(1);
+        row.h100_dense = row.gpu.starts_with("h100") && t.text(r, "moe") != "yes" && cp == 1 && ep == 1;
+        row.check.measured_s = modern_measured_seconds(t, r);
+        job.needs = missing_features(t, r, catalog_gpu);
+        if (job.needs.empty()) {
+            job.scenario_path = fmt::format("{}/modern/{}/{}.yaml", options.scenario_dir, row.block, catalog_gpu);
+            job.sets = overrides(t, r, catalog_gpu);
+        }
+    } catch (const std::exception& e) {
+        row.check.failure = e.what();
+        job.needs.clear();
+        return job;
+    }
+    if (!job.needs.empty()) {
+        row.check.expressible = false;
+        row.check.failure = fmt::format("{}", fmt::join(job.needs, "; "));
+    }
+    return job;
+}
+
+std::vector<ModernRow> run_modern_rows(const CheckOptions& options) {
+    const CsvTable table = CsvTable::read(options.data_dir + "/modern/published_runs.csv");
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    std::vector<ModernRow> rows;
+    std::vector<RowJob> jobs;
+    std::vector<std::size_t> simulated;  // index in rows of each job
+    for (std::size_t r = 0; r < table.rows(); ++r) {
+        ModernJob job = modern_job(table, r, names, options);
+        if (job.row.check.failure.empty()) {
+            simulated.push_back(rows.size());
+            jobs.push_back({job.row.check, job.scenario_path, job.sets});
+        }
+        rows.push_back(std::move(job.row));
+    }
+    const std::vector<CheckRow> predicted = simulate_rows(jobs, options);
+    for (std::size_t i = 0; i < predicted.size(); ++i) rows[simulated[i]].check = predicted[i];
+    return rows;
+}
+
+}  // namespace cuboid::validate
