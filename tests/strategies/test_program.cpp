@@ -79,21 +79,24 @@ TEST_CASE("the 1T row of Megatron SC'21 builds fast") {
     CHECK(took.count() < 5.0);
 }
 
-TEST_CASE("fp8 training: linear-layer GEMMs in fp8, the attention core's batched GEMMs in bf16") {
+TEST_CASE("fp8 training: linear-layer GEMMs in fp8; the attention core and the output layer in bf16") {
     Scenario sc = cuboid::test::tiny_scenario(2, 2, 1, 4);
     sc.training.precision = sim::Precision::Fp8;
     const sim::Program p = build_program(sc, validate_plan(sc));
-    std::size_t gemms = 0, batched = 0;
+    std::size_t gemms = 0, batched = 0, logits = 0;
     for (const sim::OpList& list : p.op_lists)
         for (const sim::Op& op : list.ops) {
             if (op.kind == sim::OpKind::Gemm) {
                 ++gemms;
-                CHECK(op.precision == sim::Precision::Fp8);
+                const bool output_layer = p.labels[op.label].find("logits") != std::string::npos;
+                logits += output_layer ? 1 : 0;
+                CHECK(op.precision == (output_layer ? sim::Precision::Bf16 : sim::Precision::Fp8));
             } else if (op.kind == sim::OpKind::BatchedGemm) {
                 ++batched;
                 CHECK(op.precision == sim::Precision::Bf16);
             }
         }
-    CHECK(gemms > 0);
+    CHECK(gemms > logits);
+    CHECK(logits % 3 == 0);  // forward, input and weight gradient per micro-batch on the last stage
     CHECK(batched > 0);
 }

@@ -33,6 +33,7 @@ struct Case {
     int b = 1;  // sequences per micro-batch
     TensorMode mode = TensorMode::OneD;
     AtpOrder order = AtpOrder::ColumnFirst;  // atp: a 2 x (t/2) mesh in this order
+    bool fused_attention = false;  // one fused kernel each way (attention dropout off)
 };
 
 // Tiny GPT: 4 layers, h 32, 4 heads, seq 8, vocab 64; 4 micro-batches of b sequences per replica.
@@ -56,6 +57,11 @@ inline Scenario scenario_of(const Case& c) {
     sc.parallel.virtual_stages = c.v;
     sc.parallel.recompute = c.recompute;
     sc.parallel.sequence_parallel = c.sp;
+    if (c.fused_attention) {
+        sc.model.attention = AttentionKernel::Fused;
+        sc.model.attention_dropout = false;
+        sc.training.precision = sim::Precision::Bf16;  // the kernels are 16-bit; the executor computes in double
+    }
     sc.parallel.zero_stage = c.zero;
     sc.parallel.tp_backward_overlap = c.tp_overlap;
     sc.parallel.dp_overlap = c.dp_overlap;

@@ -65,6 +65,19 @@ TEST_CASE("every recompute policy reproduces the reference", "[cpu_executor]") {
     }
 }
 
+TEST_CASE("fused attention reproduces the reference under every recompute policy and sequence parallelism", "[cpu_executor]") {
+    for (Recompute r : {Recompute::None, Recompute::Full, Recompute::Selective}) {
+        for (bool sp : {false, true}) {
+            Case c{2, 2, 1, Schedule::OneFOneB, r, sp};
+            c.fused_attention = true;
+            check_case(c);
+        }
+    }
+    Case dp{1, 1, 2};
+    dp.fused_attention = true;
+    check_case(dp);
+}
+
 TEST_CASE("ZeRO 1 and 2 reproduce the reference and the updated weights", "[cpu_executor]") {
     for (int zero : {1, 2}) {
         check_case(Case{1, 1, 2, Schedule::OneFOneB, Recompute::None, false, zero});
