@@ -1,5 +1,7 @@
 #include "strategies/cli/json_result.hpp"
 
+#include "strategies/framework.hpp"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -63,7 +65,10 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"tp_backward_overlap", p.tp_backward_overlap},
             {"global_batch", s.training.global_batch},
             {"micro_batch", s.training.micro_batch},
-            {"precision", precision_name(s.training.precision)}};
+            {"precision", precision_name(s.training.precision)},
+            {"framework", framework_name(s.stack.framework)},
+            {"attention", attention_kernel_name(s.model.attention)},
+            {"attention_dropout", s.model.attention_dropout}};
 }
 
 nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {

@@ -1,5 +1,7 @@
 #include "strategies/cli/text_report.hpp"
 
+#include "strategies/framework.hpp"
+
 #include <algorithm>
 #include <array>
 
@@ -39,6 +41,10 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.zero_stage, p.dp_overlap ? "on" : "off");
     fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
                s.training.micro_batch, precision_name(s.training.precision));
+    fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}\n",
+               framework_name(s.stack.framework), attention_kernel_name(m.attention),
+               m.attention_dropout ? " with dropout" : " without dropout", p.zero_stage, p.dp_overlap ? "on" : "off",
+               p.tp_backward_overlap ? "on" : "off");
 }
 
 void write_memory(std::ostream& out, const RunResult& r) {
