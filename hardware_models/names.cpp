@@ -1,4 +1,4 @@
-// Scenario names of the cluster enums (shared/spec/scenario.md "Names that scripts rely on").
+// Scenario names of the cluster enums (docs/scenario.md "Names that scripts rely on").
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"

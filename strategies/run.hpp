@@ -1,5 +1,5 @@
 // One scenario end to end: check the plan, build the program, price it, simulate it, and report
-// the figures of the output contract (shared/spec/scenario.md).
+// the figures of the output contract (docs/scenario.md).
 #pragma once
 
 #include <array>

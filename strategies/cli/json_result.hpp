@@ -1,4 +1,4 @@
-// The JSON result of `cuboid run`: the fields of the output contract (shared/spec/scenario.md)
+// The JSON result of `cuboid run`: the fields of the output contract (docs/scenario.md)
 // under their contract names, plus extras (plan echo, fingerprint, per-stage memory, time to
 // train, cost, energy when known).
 #pragma once

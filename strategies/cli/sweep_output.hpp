@@ -1,4 +1,4 @@
-// The machine-readable outputs of `cuboid sweep` (shared/spec/scenario.md, "Sweep output"): one
+// The machine-readable outputs of `cuboid sweep` (docs/scenario.md, "Sweep output"): one
 // row per point, in the ranking order, as a JSON array or as CSV with a header row.
 // A partial sweep (stopped by a signal, an MPI rank that failed, or a point that failed with an
 // internal error) keeps the rows it has and says so where no reader can miss it: the CSV starts

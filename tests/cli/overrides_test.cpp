@@ -66,6 +66,26 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("parallel.recompute=some", "parallel.recompute", "none, full, selective, stage-aware");
     check("model.preset=huge", "model.preset", "known: tiny");
     check("sweep=1", "sweep", "cannot be set with --set");
+    check("training.framework=megatron-2024", "training.framework", "allowed: megatron-2021, megatron-core");
+    check("model.attention=flash", "model.attention", "allowed: fused, unfused");
+    check("model.attention_dropout=maybe", "model.attention_dropout", "true");
+    check("model.attention_mask=sliding", "model.attention_mask", "allowed: causal, full");
+}
+
+TEST_CASE("training.framework sets the stack's defaults; a key given in the file or by --set wins", "[cli][set]") {
+    Scenario s = base();  // no framework key: megatron-core
+    CHECK(s.model.attention == AttentionKernel::Fused);
+    CHECK(s.parallel.zero_stage == 1);
+    const std::vector<std::string> old{"training.framework=megatron-2021", "parallel.zero_stage=2"};
+    apply_overrides(s, old, fake_names());
+    CHECK(s.model.attention == AttentionKernel::Unfused);
+    CHECK(s.model.attention_dropout);
+    CHECK_FALSE(s.parallel.dp_overlap);
+    CHECK(s.parallel.zero_stage == 2);
+    // A model preset replaces the model; the stack's attention settings stay the framework's.
+    const std::vector<std::string> preset{"model.preset=tiny"};
+    apply_overrides(s, preset, fake_names());
+    CHECK(s.model.attention == AttentionKernel::Unfused);
 }
 
 TEST_CASE("--set without '=' is an error naming the form", "[cli][set]") {

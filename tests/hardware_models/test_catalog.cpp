@@ -12,7 +12,7 @@ using namespace cuboid::hw;
 
 TEST_CASE("catalog: the builtin catalog has every GPU name scripts rely on", "[catalog]") {
     const Catalog c = Catalog::load_builtin();
-    // shared/spec/scenario.md, "Names that scripts rely on".
+    // docs/scenario.md, "Names that scripts rely on".
     for (const char* name : {"v100-sxm2-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb",
                              "h200-sxm-141gb", "b200-sxm-180gb", "mi300x-192gb"}) {
         INFO(name);
@@ -38,7 +38,7 @@ TEST_CASE("catalog: an unknown GPU is an input error that lists the allowed name
     }
 }
 
-TEST_CASE("catalog: peaks and memory match shared/data/hardware/gpus.csv", "[catalog]") {
+TEST_CASE("catalog: peaks and memory match hardware_models/catalog/sources/gpus.csv", "[catalog]") {
     const Catalog c = Catalog::load_builtin();
     // gpus.csv A100_SXM4_80GB: bf16 312 TFLOP/s, tf32 156, hbm 2.039 TB/s, 108 SMs, 400 W.
     const GpuSpec& a = c.gpu("a100-sxm-80gb");
