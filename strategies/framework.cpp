@@ -4,8 +4,8 @@ namespace cuboid {
 
 FrameworkDefaults framework_defaults(Framework f) {
     switch (f) {
-        case Framework::Megatron2021: return {AttentionKernel::Unfused, true, 0, false, false};
-        case Framework::MegatronCore: return {AttentionKernel::Fused, false, 1, true, true};
+        case Framework::Megatron2021: return {AttentionKernel::Unfused, true, 0, false, false, false};
+        case Framework::MegatronCore: return {AttentionKernel::Fused, false, 1, true, true, true};
     }
     return {};
 }
@@ -18,6 +18,7 @@ void apply_framework(Scenario& s) {
     s.parallel.zero_stage = c.zero_stage.value_or(d.zero_stage);
     s.parallel.dp_overlap = c.dp_overlap.value_or(d.dp_overlap);
     s.parallel.tp_backward_overlap = c.tp_backward_overlap.value_or(d.tp_backward_overlap);
+    s.model.transformer_engine = c.transformer_engine.value_or(d.transformer_engine);
 }
 
 std::string framework_name(Framework f) { return f == Framework::Megatron2021 ? "megatron-2021" : "megatron-core"; }

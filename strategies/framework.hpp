@@ -7,6 +7,7 @@
 //   parallel.zero_stage           0                      1 (the distributed optimizer)
 //   parallel.dp_overlap           false                  true (overlapped reduce-scatter / all-gather)
 //   parallel.tp_backward_overlap  false                  true (asynchronous tensor-parallel all-reduce)
+//   training.transformer_engine   false                  true (fp8 casts and transposes, fused RoPE)
 //
 // megatron-2021 is Megatron-LM as of Narayanan et al. (SC'21): gradients all-reduced after the
 // backward, blocking tensor-parallel all-reduces, softmax and dropout as their own kernels over the
@@ -26,6 +27,7 @@ struct FrameworkDefaults {
     int zero_stage = 1;
     bool dp_overlap = true;
     bool tp_backward_overlap = true;
+    bool transformer_engine = true;
 };
 
 FrameworkDefaults framework_defaults(Framework f);

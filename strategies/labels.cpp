@@ -6,7 +6,7 @@ namespace cuboid {
 namespace {
 
 constexpr std::array<const char*, kLayerOpCount> kNames = {
-    "ln1", "qkv", "qk", "softmax", "attn_dropout", "av", "proj", "bda1", "ln2", "fc1", "act", "fc2", "bda2", "attn"};
+    "ln1", "qkv", "qk", "softmax", "attn_dropout", "av", "proj", "bda1", "ln2", "fc1", "act", "fc2", "bda2", "attn", "rope"};
 
 bool is_layer_gemm(int i) {
     const auto op = static_cast<LayerOp>(i);
@@ -63,6 +63,18 @@ Labels intern_labels(sim::Program& p) {
     l.emb_grad_sync = p.intern("emb.grad_allreduce");
     l.group_emb = p.intern("emb");
     intern_layer_op(p, l, static_cast<int>(LayerOp::Attn));
+    intern_layer_op(p, l, static_cast<int>(LayerOp::Rope));
+    for (LayerOp op : {LayerOp::Qkv, LayerOp::Proj, LayerOp::Fc1, LayerOp::Fc2}) {
+        const auto k = static_cast<std::size_t>(op);
+        const std::string n = kNames[k];
+        l.cast_f[k] = p.intern("F." + n + ".cast");
+        l.cast_r[k] = p.intern("R." + n + ".cast");
+        l.cast_b[k] = p.intern("B." + n + ".cast");
+        l.transpose_b[k] = p.intern("B." + n + ".transpose");
+    }
+    l.grad_norm = p.intern("optimizer.grad_norm");
+    l.unscale = p.intern("optimizer.unscale");
+    l.zero_grad = p.intern("optimizer.zero_grad");
     return l;
 }
 

@@ -14,7 +14,7 @@ namespace cuboid {
 // (FlashAttention / cuDNN), replaces Qk, Softmax, AttnDropout and Av when the model's attention is
 // fused and runs between Qkv and Proj (it is last here so the unfused labels keep their indices).
 enum class LayerOp : std::uint8_t {
-    Ln1, Qkv, Qk, Softmax, AttnDropout, Av, Proj, Bda1, Ln2, Fc1, Act, Fc2, Bda2, Attn, Count
+    Ln1, Qkv, Qk, Softmax, AttnDropout, Av, Proj, Bda1, Ln2, Fc1, Act, Fc2, Bda2, Attn, Rope, Count
 };
 inline constexpr int kLayerOpCount = static_cast<int>(LayerOp::Count);
 
@@ -38,6 +38,14 @@ struct Labels {
     std::uint32_t send_act = 0, recv_act = 0, send_grad = 0, recv_grad = 0, pp_gather = 0;
     std::uint32_t dp_allreduce = 0, dp_reduce_scatter = 0, dp_all_gather = 0, optimizer = 0;
     std::uint32_t group_tp = 0, group_dp = 0, group_pp_act = 0, group_pp_grad = 0;
+    // Transformer Engine's fp8 passes around a linear layer's GEMMs (indexed by the GEMM's
+    // LayerOp): "F.x.cast" / "R.x.cast" the input cast (and transpose) before the forward GEMM,
+    // "B.x.cast" the output gradient's cast and transpose before the input-gradient GEMM,
+    // "B.x.transpose" the saved fp8 input's transpose before the weight-gradient GEMM.
+    std::array<std::uint32_t, kLayerOpCount> cast_f{}, cast_r{}, cast_b{}, transpose_b{};
+    // The passes of the optimizer step besides Adam: the gradient norm (clipping), the fp16
+    // loss-scale unscale and check, and the zeroing of the gradient buffer for the next iteration.
+    std::uint32_t grad_norm = 0, unscale = 0, zero_grad = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

@@ -34,9 +34,28 @@ double forward_bytes(const LayerContext& c, LayerOp op) {
         case LayerOp::Bda1:
         case LayerOp::Bda2: return (3.0 * a + 1.0) * region;             // x, residual, out, mask
         case LayerOp::Act: return (d.swiglu ? 3.0 : 2.0) * a * ffn;      // gate+up in, out
+        case LayerOp::Rope: {                                           // Q and K in, out
+            const double qk = static_cast<double>(d.tokens() * (d.heads + d.kv_heads) * d.head_dim) / static_cast<double>(d.t);
+            return 2.0 * a * qk;
+        }
         default: return 0.0;
     }
 }
+
+// Transformer Engine under fp8 (LayerDims::te_kernels, fp8): the linear layers' GEMMs take fp8
+// operands, so each 16-bit tensor a GEMM reads is cast first, with its transpose written beside
+// it for the other backward GEMM (TE's cast_transpose kernels; the amax the scaling needs is
+// reduced in the same pass). Where TE fuses the cast into the kernel before, nothing is added:
+// LayerNorm writes the QKV and FC1 inputs in fp8, the activation writes FC2's input and its
+// backward FC1's output gradient. The weights are cast once per iteration (TE caches them across
+// micro-batches) and are not priced.
+bool te_fp8(const LayerDims& d) { return d.te_kernels && d.fp8; }
+bool is_linear(LayerOp op) {
+    return op == LayerOp::Qkv || op == LayerOp::Proj || op == LayerOp::Fc1 || op == LayerOp::Fc2;
+}
+// Bytes of a cast with transpose of `elements` 16-bit values: read once, written twice in fp8.
+double cast_transpose_bytes(const LayerDims& d, double elements) { return (d.act_bytes + 2.0) * elements; }
+double elements(std::int64_t rows, std::int64_t cols) { return static_cast<double>(rows) * static_cast<double>(cols); }
 
 const sim::GemmShape& forward_gemm(const LayerContext& c, LayerOp op) {
     switch (op) {
@@ -62,6 +81,7 @@ bool runs(const LayerDims& d, LayerOp op) {
         case LayerOp::Softmax:
         case LayerOp::Av: return !d.fused_attention;
         case LayerOp::AttnDropout: return !d.fused_attention && d.attn_dropout;
+        case LayerOp::Rope: return d.te_kernels && d.swiglu;  // rotary models; Megatron 2021 had none
         default: return true;
     }
 }
@@ -78,13 +98,26 @@ std::uint32_t forward_kernel(OpEmitter& e, const LayerContext& c, Phase ph, Laye
     return e.compute(o);
 }
 
-// The kernels from `first` to `last` in execution order (the fused kernel in place of QK..PV).
+// The kernels from `first` to `last` in execution order (the fused kernel in place of QK..PV,
+// the rotary embedding of Q and K after the QKV GEMM).
 void forward_range(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp first, LayerOp last) {
     for (int i = static_cast<int>(first); i <= static_cast<int>(last); ++i) {
         const auto op = static_cast<LayerOp>(i);
         if (op == LayerOp::Qk && c.dims.fused_attention) forward_kernel(e, c, ph, LayerOp::Attn);
         if (runs(c.dims, op)) forward_kernel(e, c, ph, op);
+        if (op == LayerOp::Qkv && runs(c.dims, LayerOp::Rope)) forward_kernel(e, c, ph, LayerOp::Rope);
     }
+}
+
+// Under TE fp8, the cast of the projection's input (the attention output, written in 16 bits by
+// the attention core) before its GEMM; the other linear inputs come cast from LayerNorm or the
+// activation.
+void forward_input_cast(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp gemm) {
+    if (!te_fp8(c.dims) || gemm != LayerOp::Proj) return;
+    const sim::GemmShape& g = c.gemms.proj;
+    const auto k = idx(gemm);
+    const std::uint32_t label = ph == Phase::Recompute ? c.labels->cast_r[k] : c.labels->cast_f[k];
+    e.compute(memory_op(OpKind::Elementwise, label, cast_transpose_bytes(c.dims, elements(g.m, g.k)), category(ph)));
 }
 
 // One of the layer's overlap_chunks sub-batches (seed_algorithms §1.3): 1/k of the GEMM rows,
@@ -142,6 +175,7 @@ void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending
         const std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
         if (sub.dims.sp) e.wait_for(emit_tp_collective(e, sub, ph, OpKind::AllGather, normalised));
         forward_range(e, sub, ph, first, last);
+        forward_input_cast(e, sub, ph, out);
         const std::uint32_t produced = forward_kernel(e, sub, ph, out);
         in_flight = emit_tp_collective(e, sub, ph, reduce, produced);
     }
@@ -185,6 +219,11 @@ std::uint32_t backward_gemm(OpEmitter& e, const LayerContext& c, LayerOp op, std
                             OpKind reduce_kind) {
     const sim::GemmShape& g = forward_gemm(c, op);
     const Labels& l = *c.labels;
+    const bool cast = te_fp8(c.dims) && is_linear(op);
+    // The output gradient in fp8 with its transpose (FC1's comes so from the activation backward).
+    if (cast && op != LayerOp::Fc1)
+        e.compute(memory_op(OpKind::Elementwise, l.cast_b[idx(op)], cast_transpose_bytes(c.dims, elements(g.m, g.n)),
+                            OpCategory::Compute));
     const std::uint32_t dgrad =
         e.compute(gemm_op(l.bwd[idx(op)], input_grad_shape(g), OpCategory::Compute, c.dims.act_bytes));
     const bool overlap = c.tp_backward_overlap;
@@ -192,6 +231,10 @@ std::uint32_t backward_gemm(OpEmitter& e, const LayerContext& c, LayerOp op, std
                                      ? kNoOp
                                      : emit_tp_collective(e, c, Phase::Backward, reduce_kind, dgrad);
     e.wait_for(gather);
+    // The saved fp8 input transposed for the weight gradient (the projection's input was cast
+    // with its transpose in the forward).
+    if (cast && op != LayerOp::Proj)
+        e.compute(memory_op(OpKind::Elementwise, l.transpose_b[idx(op)], 2.0 * elements(g.m, g.k), OpCategory::Compute));
     sim::Op w = gemm_op(l.wgrad[idx(op)], weight_grad_shape(g), OpCategory::Compute, c.dims.act_bytes);
     w.memory_free = Bytes(freed(c, op));
     const std::uint32_t wgrad = e.compute(w);
@@ -241,6 +284,9 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
         backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
     }
     const std::uint32_t regather = gather_after_last(e, c);
+    if (runs(c.dims, LayerOp::Rope))  // the rotation of dQ and dK: the forward's bytes
+        e.compute(memory_op(OpKind::Elementwise, c.labels->bwd[idx(LayerOp::Rope)], forward_bytes(c, LayerOp::Rope),
+                            OpCategory::Compute));
     return backward_gemm(e, c, LayerOp::Qkv, regather, reduce);
 }
 

@@ -20,6 +20,8 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.fused_attention = m.attention == AttentionKernel::Fused;
     d.attn_dropout = m.attention_dropout;
     d.causal = m.causal;
+    d.te_kernels = m.transformer_engine;
+    d.fp8 = precision == sim::Precision::Fp8;
     // Activations are stored in 16 bits under mixed precision (fp8 training keeps 16-bit
     // activations between kernels too); fp32 and tf32 keep 32-bit tensors.
     d.act_bytes = (precision == sim::Precision::Fp32 || precision == sim::Precision::Tf32) ? 4.0 : 2.0;

@@ -30,6 +30,10 @@ struct LayerDims {
     bool fused_attention = false;
     bool attn_dropout = true;
     bool causal = true;
+    // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
+    // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
+    bool te_kernels = false;
+    bool fp8 = false;
     // Keys each query attends to; 0: s. A sub-batch cut along the sequence (sub_batch_dims)
     // holds s/k queries that still attend to the whole sequence's keys.
     std::int64_t keys = 0;

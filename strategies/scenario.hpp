@@ -35,6 +35,10 @@ struct ModelSpec {
     // Set by training.framework unless the scenario gives them (StackChoices).
     AttentionKernel attention = AttentionKernel::Unfused;
     bool attention_dropout = true;  // dropout on the attention probabilities
+    // Transformer Engine's kernels around the GEMMs (training.transformer_engine): the fp8 casts
+    // and transposes of every linear layer's input and output gradient under fp8, one fused
+    // rotary-embedding kernel on Q and K for rotary (Llama-style) models.
+    bool transformer_engine = false;
 
     int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
@@ -61,6 +65,7 @@ struct StackChoices {
     std::optional<int> zero_stage;
     std::optional<bool> dp_overlap;
     std::optional<bool> tp_backward_overlap;
+    std::optional<bool> transformer_engine;
 };
 
 struct TrainingSpec {

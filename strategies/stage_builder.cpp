@@ -238,18 +238,28 @@ private:
         return last;
     }
 
-    // Adam on the local shard once every gradient is reduced; with ZeRO the updated 16-bit
-    // weights are all-gathered back to every replica.
+    // The optimizer step once every gradient is reduced, on the local shard, as Megatron runs it:
+    // under fp16 the loss-scale unscale with its inf/nan check (reads and writes the gradients),
+    // the gradient norm for clipping (reads them; the clipping scale itself only runs when the
+    // norm exceeds the threshold and is not priced, nor the norm's one-number all-reduce), Adam,
+    // and the zeroing of the whole local gradient buffer for the next iteration. With ZeRO the
+    // updated 16-bit weights are all-gathered back to every replica.
     void optimizer_step() {
         const double params = total_params();
         const double shard = plan_.zero_stage >= 1 ? params / l_.data : params;
+        const double grads = shard * plan_.grad_bytes_per_param;
         for (std::uint32_t r : reductions_) e_.wait_for(r);
+        if (plan_.precision == sim::Precision::Fp16)
+            e_.compute(memory_op(OpKind::Elementwise, labels_.unscale, 2.0 * grads, OpCategory::Compute));
+        e_.compute(memory_op(OpKind::Elementwise, labels_.grad_norm, grads, OpCategory::Compute));
         const std::uint32_t opt = e_.compute(memory_op(OpKind::Optimizer, labels_.optimizer,
                                                        shard * plan_.optimizer_bytes_per_param, OpCategory::Compute));
         if (plan_.zero_stage >= 1 && data_parallel())
             e_.comm(comm_op(OpKind::AllGather, labels_.dp_all_gather, params * plan_.weight_bytes_per_param,
                             sim::stream::kDataComm, slot::kData, OpCategory::DataComm),
                     opt);
+        e_.compute(memory_op(OpKind::Elementwise, labels_.zero_grad, params * plan_.grad_bytes_per_param,
+                             OpCategory::Compute));
     }
 
     const StagePlan& plan_;

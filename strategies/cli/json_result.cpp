@@ -68,7 +68,8 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"precision", precision_name(s.training.precision)},
             {"framework", framework_name(s.stack.framework)},
             {"attention", attention_kernel_name(s.model.attention)},
-            {"attention_dropout", s.model.attention_dropout}};
+            {"attention_dropout", s.model.attention_dropout},
+            {"transformer_engine", s.model.transformer_engine}};
 }
 
 nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {

@@ -190,8 +190,14 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.training.precision = parse_suggesting(parse_precision, precision_words(), v, w); }},
     {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
      "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
-     "parallel.dp_overlap, parallel.tp_backward_overlap (each key given in the scenario wins)",
+     "parallel.dp_overlap, parallel.tp_backward_overlap, training.transformer_engine (each key given in the "
+     "scenario wins)",
      set_framework},
+    {"training.transformer_engine", "boolean", "",
+     "from training.framework (megatron-core: true; megatron-2021: false)", "true | false",
+     "Transformer Engine's kernels around the GEMMs: under fp8 the cast and transpose of every linear layer's "
+     "input and output gradient; for rotary (swiglu) models one fused RoPE kernel on Q and K each way",
+     [](Scenario& s, V v, W w, C) { s.stack.transformer_engine = parse_bool(v, w); apply_framework(s); }},
     {"training.tokens", "number", "tokens", "none", "> 0, <= 1e18", "tokens to train, for time to train, cost and energy",
      [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); check_at_most(*s.training.tokens, w, L::kMaxTrainingTokens); }},
     {"parallel.tensor", "integer", "GPUs", "1", ">= 1", "tensor-parallel degree t",

@@ -41,10 +41,10 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.zero_stage, p.dp_overlap ? "on" : "off");
     fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
                s.training.micro_batch, precision_name(s.training.precision));
-    fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}\n",
+    fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",
                framework_name(s.stack.framework), attention_kernel_name(m.attention),
                m.attention_dropout ? " with dropout" : " without dropout", p.zero_stage, p.dp_overlap ? "on" : "off",
-               p.tp_backward_overlap ? "on" : "off");
+               p.tp_backward_overlap ? "on" : "off", m.transformer_engine ? "on" : "off");
 }
 
 void write_memory(std::ostream& out, const RunResult& r) {

@@ -65,7 +65,8 @@ constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node",
                                         "node_overhead_w"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
-                                      "attention_mask", "tokens", "global_batch", "precision", "framework"};
+                                      "attention_mask", "tokens", "global_batch", "precision", "framework",
+                                      "transformer_engine"};
 
 template <std::size_t N>
 std::vector<std::string> words(const char* const (&keys)[N]) {
@@ -144,7 +145,8 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
         if (k == "name" || k == "preset") continue;
         if (std::find(std::begin(kModelKeys), std::end(kModelKeys), k) == std::end(kModelKeys))
             throw InputError(w, unknown_name_message("model key", k, words(kModelKeys)));
-        const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework";
+        const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework" ||
+                              k == "transformer_engine";
         r.set(m.settings, (training ? "training." : "model.") + k, it->second, w);
     }
     if (!m.settings.training.tokens)

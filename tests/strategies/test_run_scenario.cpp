@@ -2,6 +2,8 @@
 // each other.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/hardware.hpp"
 #include "strategies/layout.hpp"
@@ -102,4 +104,41 @@ TEST_CASE("tp_backward_overlap: a blocking input-gradient all-reduce costs at mo
     const double moved = (2.0 * sc.model.layers + 1.0) * m * per_allreduce;
     CHECK(blocking.iteration_time_s > overlapped.iteration_time_s);
     CHECK(blocking.iteration_time_s - overlapped.iteration_time_s <= moved * 1.001);
+}
+
+// One stage on one GPU: every kernel is on the critical path, so the TE passes add exactly their
+// own durations, each at least its bytes at the full HBM rate and at most a launch plus its bytes
+// at the smallest memory efficiency of the catalog curve.
+TEST_CASE("Transformer Engine's fp8 passes add their bytes' worth of HBM time to an iteration") {
+    Scenario on = cuboid::test::tiny_scenario(1, 1, 1, 4, 2);
+    on.model.hidden = 1024;
+    on.model.heads = 8;
+    on.model.seq_len = 1024;
+    on.model.swiglu = true;
+    on.model.attention = AttentionKernel::Fused;
+    on.model.attention_dropout = false;
+    on.model.transformer_engine = true;
+    on.training.precision = sim::Precision::Fp8;
+    on.cluster.gpu = "h100-sxm-80gb";
+    Scenario off = on;
+    off.model.transformer_engine = false;
+    const auto hardware = hw::Hardware::build(on.cluster, hw::Catalog::load_builtin());
+    const double added = run_scenario(on, RunOptions{{}, hardware}).iteration_time_s -
+                         run_scenario(off, RunOptions{{}, hardware}).iteration_time_s;
+    const sim::Program p = build_program(on, validate_plan(on));
+    double bytes = 0.0;
+    int kernels = 0;
+    for (const sim::Op& op : p.op_lists[0].ops) {
+        const std::string& l = p.labels[op.label];
+        if (l.find(".cast") != std::string::npos || l.find(".transpose") != std::string::npos ||
+            l.find("rope") != std::string::npos) {
+            bytes += op.bytes.value;
+            ++kernels;
+        }
+    }
+    REQUIRE(kernels > 0);
+    const hw::GpuSpec& gpu = hardware->gpu();
+    const double hbm = gpu.memory_bandwidth.value;
+    CHECK(added >= bytes / hbm);
+    CHECK(added <= kernels * to_seconds(gpu.kernel_launch) + bytes / (hbm * gpu.memory_efficiency.at(1.0)));
 }

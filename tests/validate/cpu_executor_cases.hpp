@@ -34,6 +34,7 @@ struct Case {
     TensorMode mode = TensorMode::OneD;
     AtpOrder order = AtpOrder::ColumnFirst;  // atp: a 2 x (t/2) mesh in this order
     bool fused_attention = false;  // one fused kernel each way (attention dropout off)
+    bool te_fp8 = false;           // Transformer Engine's fp8 casts and transposes around the GEMMs
 };
 
 // Tiny GPT: 4 layers, h 32, 4 heads, seq 8, vocab 64; 4 micro-batches of b sequences per replica.
@@ -61,6 +62,10 @@ inline Scenario scenario_of(const Case& c) {
         sc.model.attention = AttentionKernel::Fused;
         sc.model.attention_dropout = false;
         sc.training.precision = sim::Precision::Bf16;  // the kernels are 16-bit; the executor computes in double
+    }
+    if (c.te_fp8) {
+        sc.model.transformer_engine = true;
+        sc.training.precision = sim::Precision::Fp8;
     }
     sc.parallel.zero_stage = c.zero;
     sc.parallel.tp_backward_overlap = c.tp_overlap;

@@ -78,6 +78,24 @@ TEST_CASE("fused attention reproduces the reference under every recompute policy
     check_case(dp);
 }
 
+// The casts change no value of the executor's double-precision model; what this checks is that
+// they sit where no collective or later kernel mistakes them for the op that produced its input.
+TEST_CASE("Transformer Engine's fp8 passes leave the program's numbers to the reference", "[cpu_executor]") {
+    for (Recompute r : {Recompute::None, Recompute::Full, Recompute::Selective}) {
+        for (bool sp : {false, true}) {
+            Case c{2, 2, 1, Schedule::OneFOneB, r, sp};
+            c.fused_attention = true;
+            c.te_fp8 = true;
+            check_case(c);
+        }
+    }
+    Case overlap{2, 1, 1};
+    overlap.te_fp8 = true;
+    overlap.overlap_chunks = 2;
+    overlap.b = 2;
+    check_case(overlap);
+}
+
 TEST_CASE("ZeRO 1 and 2 reproduce the reference and the updated weights", "[cpu_executor]") {
     for (int zero : {1, 2}) {
         check_case(Case{1, 1, 2, Schedule::OneFOneB, Recompute::None, false, zero});

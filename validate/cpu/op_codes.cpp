@@ -46,6 +46,12 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
     add(l.optimizer, {Family::Optimizer});
     add(l.tp_grad_sync, {Family::TpGradSync});
     add(l.emb_grad_sync, {Family::EmbGradSync});
+    for (std::size_t k = 0; k < l.cast_f.size(); ++k)
+        for (std::uint32_t label : {l.cast_f[k], l.cast_r[k], l.cast_b[k], l.transpose_b[k]})
+            if (label != 0) table[scratch.labels[label]] = {Family::NumericallyInert};
+    const auto rope = static_cast<std::size_t>(LayerOp::Rope);
+    for (std::uint32_t label : {l.fwd[rope], l.rec[rope], l.bwd[rope], l.grad_norm, l.unscale, l.zero_grad})
+        table[scratch.labels[label]] = {Family::NumericallyInert};
     std::vector<OpCode> codes;
     codes.reserve(program.labels.size());
     for (const std::string& name : program.labels) {

@@ -1,0 +1,143 @@
+// Transformer Engine's passes around the GEMMs (training.transformer_engine) and the passes of
+// the optimizer step, against closed forms of their bytes and against the switches that gate them.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "strategies/framework.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/training_state.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
+
+using namespace cuboid;
+
+namespace {
+
+constexpr int kLayers = 2, kMicro = 4;
+
+// t-way tensor parallelism, one stage, one replica; Llama-like shapes with grouped-query attention.
+Scenario te_scenario(int t, bool te, sim::Precision precision, bool swiglu) {
+    Scenario sc = cuboid::test::tiny_scenario(t, 1, 1, kMicro, kLayers);
+    sc.model.hidden = 256;
+    sc.model.heads = 8;
+    sc.model.kv_heads = 2;
+    sc.model.ffn_hidden = 512;
+    sc.model.seq_len = 128;
+    sc.model.swiglu = swiglu;
+    sc.model.attention = AttentionKernel::Fused;
+    sc.model.attention_dropout = false;
+    sc.model.transformer_engine = te;
+    sc.training.precision = precision;
+    return sc;
+}
+
+// Bytes and count per label on rank 0's op list.
+struct LabelTotals {
+    std::map<std::string, double> bytes;
+    std::map<std::string, int> count;
+};
+
+LabelTotals totals(const Scenario& sc) {
+    const sim::Program p = build_program(sc, validate_plan(sc));
+    LabelTotals t;
+    for (const sim::Op& op : p.op_lists[0].ops) {
+        const std::string& name = p.labels[op.label];
+        t.bytes[name] += op.bytes.value;
+        t.count[name] += 1;
+    }
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("TE fp8: each cast and transpose has its closed-form bytes, once per layer and micro-batch") {
+    for (int t : {1, 2}) {
+        const Scenario sc = te_scenario(t, true, sim::Precision::Fp8, true);
+        LabelTotals got = totals(sc);
+        const double bs = static_cast<double>(sc.training.micro_batch) * sc.model.seq_len;
+        const double h = sc.model.hidden, ffn = sc.model.ffn_hidden, hd = h / sc.model.heads;
+        const double qkv = (sc.model.heads + 2.0 * sc.model.kv_heads) * hd;
+        const double a = 2.0, n = kLayers * kMicro;
+        INFO("t = " << t);
+        // Input casts with transpose: read 16 bits, write fp8 twice.
+        CHECK(got.bytes["F.proj.cast"] == Approx(n * (a + 2.0) * bs * h / t));
+        // Output gradients (forward output [bs, n] of the GEMM on this rank).
+        CHECK(got.bytes["B.qkv.cast"] == Approx(n * (a + 2.0) * bs * qkv / t));
+        CHECK(got.bytes["B.proj.cast"] == Approx(n * (a + 2.0) * bs * h));
+        CHECK(got.bytes["B.fc2.cast"] == Approx(n * (a + 2.0) * bs * h));
+        CHECK(got.count.count("B.fc1.cast") == 0);  // fused into the activation's backward
+        // Saved fp8 inputs transposed for the weight gradients: read and write one byte each.
+        CHECK(got.bytes["B.qkv.transpose"] == Approx(n * 2.0 * bs * h));
+        CHECK(got.bytes["B.fc1.transpose"] == Approx(n * 2.0 * bs * h));
+        CHECK(got.bytes["B.fc2.transpose"] == Approx(n * 2.0 * bs * ffn / t));
+        CHECK(got.count.count("B.proj.transpose") == 0);  // transposed by its forward cast
+        // The rotary embedding reads and writes Q and K of this rank, each way.
+        const double rope = n * 2.0 * a * bs * (sc.model.heads + sc.model.kv_heads) * hd / t;
+        CHECK(got.bytes["F.rope"] == Approx(rope));
+        CHECK(got.bytes["B.rope"] == Approx(rope));
+        CHECK(got.count["F.proj.cast"] == n);
+    }
+}
+
+TEST_CASE("TE passes are gated: casts only under fp8, RoPE only for rotary models, none without TE") {
+    const auto has = [](const LabelTotals& t, const std::string& l) { return t.count.count(l) > 0; };
+    const LabelTotals bf16 = totals(te_scenario(2, true, sim::Precision::Bf16, true));
+    CHECK_FALSE(has(bf16, "B.qkv.cast"));
+    CHECK(has(bf16, "F.rope"));
+    const LabelTotals gpt = totals(te_scenario(2, true, sim::Precision::Fp8, false));
+    CHECK(has(gpt, "B.qkv.cast"));
+    CHECK_FALSE(has(gpt, "F.rope"));
+    const LabelTotals off = totals(te_scenario(2, false, sim::Precision::Fp8, true));
+    for (const std::string l : {"F.proj.cast", "B.qkv.cast", "B.fc2.transpose", "F.rope", "B.rope"})
+        CHECK_FALSE(has(off, l));
+}
+
+TEST_CASE("full recompute repeats the forward cast and RoPE; selective recompute neither") {
+    Scenario sc = te_scenario(2, true, sim::Precision::Fp8, true);
+    sc.parallel.recompute = Recompute::Full;
+    LabelTotals full = totals(sc);
+    CHECK(full.count["R.proj.cast"] == kLayers * kMicro);
+    CHECK(full.count["R.rope"] == kLayers * kMicro);
+    sc.parallel.recompute = Recompute::Selective;
+    LabelTotals selective = totals(sc);
+    CHECK(selective.count.count("R.proj.cast") == 0);
+    CHECK(selective.count.count("R.rope") == 0);
+}
+
+TEST_CASE("optimizer step passes: gradient norm over the shard, zeroing of the whole buffer, unscale under fp16") {
+    for (int zero : {0, 1}) {
+        for (sim::Precision p : {sim::Precision::Bf16, sim::Precision::Fp16}) {
+            Scenario sc = cuboid::test::tiny_scenario(1, 1, 2, kMicro, kLayers);
+            sc.parallel.zero_stage = zero;
+            sc.training.precision = p;
+            const sim::Program prog = build_program(sc, validate_plan(sc));
+            double optimizer = 0.0, norm = 0.0, zeroing = 0.0, unscale = 0.0;
+            for (const sim::Op& op : prog.op_lists[0].ops) {
+                const std::string& l = prog.labels[op.label];
+                if (l == "optimizer") optimizer = op.bytes.value;
+                if (l == "optimizer.grad_norm") norm = op.bytes.value;
+                if (l == "optimizer.zero_grad") zeroing = op.bytes.value;
+                if (l == "optimizer.unscale") unscale = op.bytes.value;
+            }
+            const StateBytesPerParam s = state_bytes_per_param(p);
+            const double shard = optimizer / optimizer_step_bytes_per_param(p);  // parameters Adam updates
+            INFO("zero " << zero << " precision " << static_cast<int>(p));
+            CHECK(norm == Approx(shard * s.grad));
+            CHECK(zeroing == Approx(shard * (zero >= 1 ? 2.0 : 1.0) * s.grad));  // d = 2 replicas
+            CHECK(unscale == Approx(p == sim::Precision::Fp16 ? 2.0 * shard * s.grad : 0.0));
+        }
+    }
+}
+
+TEST_CASE("framework presets set training.transformer_engine; the scenario's key wins") {
+    CHECK(framework_defaults(Framework::MegatronCore).transformer_engine);
+    CHECK_FALSE(framework_defaults(Framework::Megatron2021).transformer_engine);
+    Scenario s;
+    s.stack.framework = Framework::MegatronCore;
+    apply_framework(s);
+    CHECK(s.model.transformer_engine);
+    s.stack.transformer_engine = false;
+    apply_framework(s);
+    CHECK_FALSE(s.model.transformer_engine);
+}
