@@ -75,8 +75,10 @@ void plan_pieces(const sim::OpList& list, ListPlan& plan) {
 }
 
 void plan_buffers(const sim::OpList& list, ListPlan& plan) {
-    for (const sim::Op& op : list.ops) {
+    for (std::uint32_t i = 0; i < list.ops.size(); ++i) {
+        const sim::Op& op = list.ops[i];
         const double bytes = op.bytes.value;
+        if (plan.ops[i].on_resident_state) continue;
         if (sim::is_communication(op.kind)) {
             plan.comm_bytes = std::max(plan.comm_bytes, bytes);
         } else if (sim::is_gemm(op.kind)) {
@@ -92,14 +94,23 @@ void plan_buffers(const sim::OpList& list, ListPlan& plan) {
     }
 }
 
-ListPlan plan_list(const sim::OpList& list) {
+// The optimizer step's passes besides Adam (strategies/labels.hpp: "optimizer.grad_norm", ...),
+// run as one streaming copy in place: B bytes moved touch B / 2 bytes of state.
+bool optimizer_pass_in_place(const sim::Program& program, const sim::Op& op, double resident_bytes) {
+    return op.kind == sim::OpKind::Elementwise && op.label < program.labels.size() &&
+           program.labels[op.label].starts_with("optimizer.") &&
+           op.bytes.value / 2.0 <= resident_bytes;
+}
+
+ListPlan plan_list(const sim::Program& program, const sim::OpList& list) {
     ListPlan plan;
     plan.ops.resize(list.ops.size());
+    plan.resident_bytes = list.resident.value;
     for (std::uint32_t i = 0; i < list.ops.size(); ++i) {
         plan.ops[i].op = i;
         plan.ops[i].stream = list.ops[i].stream;
+        plan.ops[i].on_resident_state = optimizer_pass_in_place(program, list.ops[i], plan.resident_bytes);
     }
-    plan.resident_bytes = list.resident.value;
     plan_waits(list, plan);
     plan_pieces(list, plan);
     plan_buffers(list, plan);
@@ -149,7 +160,7 @@ RankPlan plan_rank(const sim::Program& program, std::uint32_t rank) {
 
 ExecutionPlan make_execution_plan(const sim::Program& program) {
     ExecutionPlan plan;
-    for (const sim::OpList& list : program.op_lists) plan.lists.push_back(plan_list(list));
+    for (const sim::OpList& list : program.op_lists) plan.lists.push_back(plan_list(program, list));
     for (std::uint32_t r = 0; r < program.ranks.size(); ++r) plan.ranks.push_back(plan_rank(program, r));
     return plan;
 }

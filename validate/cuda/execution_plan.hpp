@@ -37,6 +37,10 @@ struct PlannedOp {
     bool records_event = false;            // some op on another stream waits for this one
     std::vector<std::uint32_t> allocs;     // pieces allocated (stream-ordered) before the op
     std::vector<std::uint32_t> frees;      // pieces released (stream-ordered) after the op
+    // A pass of the optimizer step over the gradients (gradient norm, unscale, zeroing): it
+    // streams through the resident state in place, as in training, instead of working buffers
+    // (for a 3.6B model those would be 14 GB each).
+    bool on_resident_state = false;
 };
 
 // What ranks sharing an OpList share: the per-op plan and the buffers.

@@ -158,6 +158,9 @@ private:
         } else if (sim::is_fused_attention(op.kind)) {
             throw std::runtime_error("the GPU executor does not run fused attention kernels yet; validate a scenario "
                                      "with model.attention: unfused");
+        } else if (plan_.ops[i].on_resident_state) {
+            void* state = resident_.get();
+            launch_memory_kernel(MemoryKernel::Copy, op.bytes.value, state, state, sms_, s);
         } else if (op.kind == sim::OpKind::Optimizer && optimizer_in_place(op.bytes.value, plan_.resident_bytes)) {
             // Weights and gradients, then the two moments, in the resident state (execution_plan.hpp).
             const auto parameters = std::size_t(op.bytes.value / calibrate::kernel_bytes::kAdam);
