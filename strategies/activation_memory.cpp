@@ -35,6 +35,17 @@ PerLayerOp stored_activations(const LayerDims& d) {
         for (LayerOp op : {LayerOp::Qk, LayerOp::Softmax, LayerOp::AttnDropout, LayerOp::Av}) at(op) = 0.0;
         at(LayerOp::Attn) = a * bs * static_cast<double>(d.h + 2 * d.kv_width()) / t + fused_attention_stats_bytes(d);
     }
+    if (d.te_kernels && d.fp8) {
+        // Transformer Engine keeps the fp8 copy of a linear layer's input for its weight gradient,
+        // one byte per element: LayerNorm's outputs and the activation's output are written in
+        // fp8 only; the projection's input is also the attention output, kept in 16 bits for the
+        // attention backward, so its fp8 copy comes on top.
+        constexpr double kFp8 = 1.0;
+        at(LayerOp::Qkv) = kFp8 * bsh / sp;
+        at(LayerOp::Fc1) = kFp8 * bsh / sp;
+        at(LayerOp::Fc2) = kFp8 * bs * static_cast<double>(d.ffn) / t;
+        at(LayerOp::Proj) += kFp8 * bsh / t;
+    }
     return m;
 }
 

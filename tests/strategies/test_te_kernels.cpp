@@ -5,7 +5,9 @@
 #include <map>
 #include <string>
 
+#include "strategies/activation_memory.hpp"
 #include "strategies/framework.hpp"
+#include "strategies/layer_shapes.hpp"
 #include "strategies/program_builder.hpp"
 #include "strategies/training_state.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
@@ -140,4 +142,21 @@ TEST_CASE("framework presets set training.transformer_engine; the scenario's key
     s.stack.transformer_engine = false;
     apply_framework(s);
     CHECK_FALSE(s.model.transformer_engine);
+}
+
+TEST_CASE("TE fp8 keeps a linear layer's saved input in fp8; the projection's fp8 copy comes beside the attention output") {
+    Scenario sc = te_scenario(2, true, sim::Precision::Fp8, true);
+    sc.parallel.sequence_parallel = true;
+    LayerDims d = LayerDims::make(sc.model, 2, 2, true, sim::Precision::Fp8);
+    const PerLayerOp te = stored_activations(d);
+    d.te_kernels = false;
+    const PerLayerOp plain = stored_activations(d);
+    const auto at = [](const PerLayerOp& m, LayerOp op) { return m[static_cast<std::size_t>(op)]; };
+    const double bsh = static_cast<double>(d.tokens() * d.h), t = 2.0;
+    CHECK(at(te, LayerOp::Qkv) == Approx(at(plain, LayerOp::Qkv) / 2.0));  // 1 byte instead of 2
+    CHECK(at(te, LayerOp::Fc1) == Approx(at(plain, LayerOp::Fc1) / 2.0));
+    CHECK(at(te, LayerOp::Fc2) == Approx(at(plain, LayerOp::Fc2) / 2.0));
+    CHECK(at(te, LayerOp::Proj) == Approx(at(plain, LayerOp::Proj) + bsh / t));
+    for (LayerOp op : {LayerOp::Ln1, LayerOp::Ln2, LayerOp::Act, LayerOp::Attn, LayerOp::Bda1, LayerOp::Bda2})
+        CHECK(at(te, op) == at(plain, op));
 }

@@ -191,3 +191,28 @@ TEST_CASE("the optimizer step runs in place on the resident state when the state
     CHECK(optimizer_in_place(28.0, 16.0));
     CHECK_FALSE(optimizer_in_place(28.0, 15.9));
 }
+
+// A pass of the optimizer step over the gradients (norm, zeroing, fp16 unscale) streams through the
+// resident state in place: a working buffer of its size (the whole gradient) would not fit on the
+// GPU for a model of a few billion parameters.
+TEST_CASE("the optimizer step's gradient passes run on the resident state and size no working buffer") {
+    Scenario sc = test::tiny_scenario(1, 1, 1, 4, 2);
+    sc.training.precision = sim::Precision::Fp16;
+    sc.model.hidden = 512;  // parameters well above the activations, so the passes are the largest memory ops
+    sc.model.seq_len = 16;
+    const sim::Program p = build_program(sc, validate_plan(sc));
+    const ExecutionPlan plan = make_execution_plan(p);
+    const sim::OpList& list = p.op_lists[0];
+    int passes = 0;
+    double largest_pass = 0.0;
+    for (std::uint32_t i = 0; i < list.ops.size(); ++i) {
+        const bool pass = p.labels[list.ops[i].label].starts_with("optimizer.");
+        CHECK(plan.lists[0].ops[i].on_resident_state == pass);
+        if (!pass) continue;
+        ++passes;
+        largest_pass = std::max(largest_pass, list.ops[i].bytes.value);
+        CHECK(list.ops[i].bytes.value / 2.0 <= plan.lists[0].resident_bytes);
+    }
+    CHECK(passes == 3);  // unscale, gradient norm, zeroing
+    CHECK(plan.lists[0].memory_op_bytes < largest_pass);
+}

@@ -41,6 +41,7 @@ struct Summary {
     double worst = 0.0;
     std::map<std::string, double> spearman_by_group;
     int failures = 0;
+    int out_of_memory = 0;  // simulated rows whose plan cuboid reports as not fitting
 };
 
 Summary summarise(const std::vector<CheckRow>& rows) {
@@ -50,6 +51,7 @@ Summary summarise(const std::vector<CheckRow>& rows) {
     for (const CheckRow& r : rows) {
         if (!r.expressible) continue;  // listed apart (the modern set), not a failure
         if (!r.failure.empty()) { ++s.failures; continue; }
+        s.out_of_memory += r.out_of_memory();
         predicted.push_back(r.predicted_s);
         measured.push_back(r.measured_s);
         s.worst = std::max(s.worst, std::abs(relative_error(r.predicted_s, r.measured_s)));
@@ -75,8 +77,11 @@ void print_table(const std::string& title, const std::vector<CheckRow>& rows) {
                        r.failure);
             continue;
         }
-        fmt::print("{:<{}} {:<{}} {:>12.3f} {:>12.3f} {:>+8.1f}%\n", r.group, group, r.label, label, r.predicted_s,
-                   r.measured_s, 100.0 * relative_error(r.predicted_s, r.measured_s));
+        fmt::print("{:<{}} {:<{}} {:>12.3f} {:>12.3f} {:>+8.1f}%{}\n", r.group, group, r.label, label, r.predicted_s,
+                   r.measured_s, 100.0 * relative_error(r.predicted_s, r.measured_s),
+                   r.out_of_memory() ? fmt::format("   OUT OF MEMORY: peak {:.1f} GB > {:.1f} GB", r.peak_memory_gb,
+                                                   r.memory_capacity_gb)
+                                     : "");
     }
 }
 
@@ -86,8 +91,8 @@ bool print_summary(const std::string& set, const Summary& s, double mape_limit, 
     if (mape_limit > 0) fmt::print(" (target <= {:.0f}%)", 100 * mape_limit);
     fmt::print(", worst row {:.1f}%", 100 * s.worst);
     if (worst_limit > 0) fmt::print(" (target <= {:.0f}%)", 100 * worst_limit);
-    fmt::print(", failed rows {}\n", s.failures);
-    bool ok = s.failures == 0 && (mape_limit <= 0 || s.mape <= mape_limit) && (worst_limit <= 0 || s.worst <= worst_limit);
+    fmt::print(", failed rows {}, rows out of memory {}\n", s.failures, s.out_of_memory);
+    bool ok = s.failures == 0 && s.out_of_memory == 0 && (mape_limit <= 0 || s.mape <= mape_limit) && (worst_limit <= 0 || s.worst <= worst_limit);
     for (const auto& [group, rho] : s.spearman_by_group) {
         if (std::isnan(rho)) continue;  // one configuration of this model: no order to compare
         fmt::print("  {:<12} Spearman {:.3f}", group, rho);
@@ -102,11 +107,11 @@ bool print_summary(const std::string& set, const Summary& s, double mape_limit, 
 
 void write_csv(const std::string& path, const std::vector<CheckRow>& rows) {
     std::ostringstream out;
-    out << "set,model,plan,predicted_s,measured_s,relative_error,failure,expressible\n";
+    out << "set,model,plan,predicted_s,measured_s,relative_error,failure,expressible,peak_memory_gb,memory_capacity_gb\n";
     for (const CheckRow& r : rows)
         out << r.set << ',' << r.group << ",\"" << r.label << "\"," << r.predicted_s << ',' << r.measured_s << ','
             << (r.failure.empty() ? relative_error(r.predicted_s, r.measured_s) : 0.0) << ",\"" << r.failure << "\","
-            << (r.expressible ? 1 : 0) << '\n';
+            << (r.expressible ? 1 : 0) << ',' << r.peak_memory_gb << ',' << r.memory_capacity_gb << '\n';
     cuboid::sim::write_output_file(path, out.str());
 }
 

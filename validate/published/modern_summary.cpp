@@ -73,6 +73,7 @@ ModernSummary summarise_modern(const std::vector<ModernRow>& rows) {
             ++s.failures;
             continue;
         }
+        s.out_of_memory += r.check.out_of_memory();
         all.push_back(&r);
         if (r.h100_dense) subset.push_back(&r);
     }
@@ -85,7 +86,7 @@ ModernSummary summarise_modern(const std::vector<ModernRow>& rows) {
 bool print_modern_summary(const ModernSummary& s) {
     fmt::print("modern: {} of {} rows expressible; ", s.expressible, s.rows);
     print_errors(s.all);
-    fmt::print(", failed rows {}\n", s.failures);
+    fmt::print(", failed rows {}, rows out of memory {}\n", s.failures, s.out_of_memory);
     fmt::print("  dense H100 rows without context or expert parallelism: {} simulated of {}; ", s.subset.simulated,
                s.subset_rows);
     print_errors(s.subset);
@@ -97,7 +98,7 @@ bool print_modern_summary(const ModernSummary& s) {
                    w.block, w.model, w.gpu, w.precision, w.gpus_from, w.gpus_to, 100 * w.measured_change,
                    100 * w.predicted_change, 100 * (w.predicted_change - w.measured_change));
     if (s.scaling.empty()) fmt::print("  weak scaling: no model simulated at two GPU counts within a block\n");
-    return s.failures == 0 && s.subset.simulated > 0 && s.subset.mape <= kModernSubsetMape &&
+    return s.failures == 0 && s.out_of_memory == 0 && s.subset.simulated > 0 && s.subset.mape <= kModernSubsetMape &&
            s.subset.worst <= kModernSubsetWorst;
 }
 

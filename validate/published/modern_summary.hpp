@@ -34,6 +34,7 @@ struct ModernSummary {
     int rows = 0;
     int expressible = 0;
     int failures = 0;        // expressible rows that could not be simulated
+    int out_of_memory = 0;   // simulated rows whose plan cuboid reports as not fitting
     ErrorFigures all;        // every simulated row
     int subset_rows = 0;     // dense H100 rows without context or expert parallelism, expressible or not
     ErrorFigures subset;

@@ -15,6 +15,11 @@ struct CheckRow {
     double predicted_s = 0.0;
     double measured_s = 0.0;
     std::string failure;    // non-empty: the row could not be simulated (and why)
+    // The simulated plan's peak memory per GPU and the GPU's capacity: a plan that its source
+    // ran must fit (peak <= capacity), or cuboid's memory model is wrong for it.
+    double peak_memory_gb = 0.0;
+    double memory_capacity_gb = 0.0;
+    bool out_of_memory() const { return failure.empty() && peak_memory_gb > memory_capacity_gb; }
     // False: the row needs what cuboid does not model (`failure` names it); such a row is listed
     // apart and is not a failed row.
     bool expressible = true;

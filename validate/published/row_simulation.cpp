@@ -23,7 +23,10 @@ CheckRow simulate_row(CheckRow row, const std::string& scenario_path, const std:
         // Folded (sim::SimOptions::fold): exactly the full run's time, with fewer events.
         RunOptions run;
         run.fold = true;
-        row.predicted_s = run_scenario(scenario, run).iteration_time_s;
+        const RunResult r = run_scenario(scenario, run);
+        row.predicted_s = r.iteration_time_s;
+        row.peak_memory_gb = r.peak_memory_bytes / 1e9;
+        row.memory_capacity_gb = r.memory_capacity_bytes / 1e9;
     } catch (const std::exception& e) {
         row.failure = e.what();
     }
