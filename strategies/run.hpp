@@ -11,6 +11,7 @@
 
 #include "hardware_models/hardware.hpp"
 #include "sim/executor.hpp"
+#include "strategies/goodput.hpp"
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
@@ -55,6 +56,7 @@ struct RunResult {
     std::optional<double> time_to_train_s;
     std::optional<double> cost_usd;
     std::optional<double> energy_kwh;
+    std::optional<Goodput> goodput;  // with time to train: failures, checkpoints, restarts
 };
 
 struct RunOptions {

@@ -4,6 +4,7 @@
 
 #include "sim/memory.hpp"
 #include "strategies/model_math.hpp"
+#include "strategies/training_state.hpp"
 
 namespace cuboid {
 
@@ -39,6 +40,7 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     if (!sc.training.tokens || r.tokens_per_s <= 0.0) return;
     const double seconds = *sc.training.tokens / r.tokens_per_s;
     r.time_to_train_s = seconds;
+    r.goodput = goodput_of(sc.reliability, seconds, r.gpus, checkpoint_bytes(sc.model, sc.training.precision));
     if (sc.cost.gpu_hour_usd) r.cost_usd = r.gpus * (seconds / kSecondsPerHour) * *sc.cost.gpu_hour_usd;
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
 }

@@ -12,6 +12,7 @@
 #include "hardware_models/cluster_spec.hpp"
 #include "hardware_models/errors.hpp"
 #include "sim/program.hpp"
+#include "strategies/goodput.hpp"
 #include "strategies/work_limits.hpp"
 
 namespace cuboid {
@@ -117,6 +118,7 @@ struct Scenario {
     TrainingSpec training;
     ParallelPlan parallel;
     CostSpec cost;
+    ReliabilitySpec reliability;  // failures, checkpoints and restarts: goodput at scale
     StackChoices stack;
     // sweep axes in file order: dotted key -> values as written (applied with the --set rules)
     std::vector<std::pair<std::string, std::vector<std::string>>> sweep;

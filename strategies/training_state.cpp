@@ -16,6 +16,12 @@ StateBytesPerParam state_bytes_per_param(sim::Precision p) {
     return {2.0, 4.0, 12.0};
 }
 
+double checkpoint_bytes(const ModelSpec& m, sim::Precision p) {
+    const bool mixed = !(p == sim::Precision::Fp32 || p == sim::Precision::Tf32);
+    const double adam = 8.0 + (mixed ? 4.0 : 0.0);
+    return parameter_count(m) * (state_bytes_per_param(p).weight + adam);
+}
+
 double optimizer_step_bytes_per_param(sim::Precision p) {
     const StateBytesPerParam s = state_bytes_per_param(p);
     const bool mixed = !(p == sim::Precision::Fp32 || p == sim::Precision::Tf32);

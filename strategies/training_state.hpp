@@ -16,6 +16,10 @@
 
 namespace cuboid {
 
+// What a checkpoint holds for the whole model: the weights at their working precision and Adam's
+// state (fp32 main weights under mixed precision, two fp32 moments); no gradients.
+double checkpoint_bytes(const ModelSpec& m, sim::Precision p);
+
 struct StateBytesPerParam {
     double weight = 2.0;     // the working copy the GEMMs read
     double grad = 4.0;       // the gradient buffer that is reduced across data parallelism

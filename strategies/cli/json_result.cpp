@@ -104,6 +104,21 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     if (r.time_to_train_s) j["time_to_train_s"] = *r.time_to_train_s;
     if (r.cost_usd) j["cost_usd"] = *r.cost_usd;
     if (r.energy_kwh) j["energy_kwh"] = *r.energy_kwh;
+    if (r.goodput) {
+        const Goodput& g = *r.goodput;
+        nlohmann::ordered_json o{{"goodput", g.goodput},
+                                 {"failures_per_gpu_day", g.failures_per_gpu_day},
+                                 {"storage_gb_per_s", g.storage_gb_per_s},
+                                 {"checkpoint_bytes", g.checkpoint_bytes},
+                                 {"checkpoint_write_s", g.checkpoint_write_s},
+                                 {"restart_s", g.restart_s},
+                                 {"checkpoint_interval_optimal", g.interval_optimal}};
+        // Infinite figures (nothing fails) are left out: JSON has no infinity.
+        if (std::isfinite(g.mtbf_s)) o["mtbf_s"] = g.mtbf_s;
+        if (std::isfinite(g.checkpoint_interval_s)) o["checkpoint_interval_s"] = g.checkpoint_interval_s;
+        if (g.effective_time_to_train_s) o["effective_time_to_train_s"] = *g.effective_time_to_train_s;
+        j["goodput"] = o;
+    }
     return j;
 }
 

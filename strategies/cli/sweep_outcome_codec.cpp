@@ -1,5 +1,6 @@
 #include "strategies/cli/sweep_outcome_codec.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace cuboid::cli {
@@ -27,6 +28,33 @@ std::optional<T> optional_from_json(const json& j) {
     return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
 }
 
+// Infinity (nothing fails: no time between failures) travels as null.
+json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+double finite_or_infinity(const json& j) { return j.is_null() ? INFINITY : j.get<double>(); }
+
+json goodput_to_json(const std::optional<Goodput>& g) {
+    if (!g) return nullptr;
+    return json::array({g->failures_per_gpu_day, g->storage_gb_per_s, finite_or_null(g->mtbf_s), g->checkpoint_bytes,
+                        g->checkpoint_write_s, g->restart_s, finite_or_null(g->checkpoint_interval_s),
+                        g->interval_optimal, g->goodput, optional_to_json(g->effective_time_to_train_s)});
+}
+
+std::optional<Goodput> goodput_from_json(const json& j) {
+    if (j.is_null()) return std::nullopt;
+    Goodput g;
+    g.failures_per_gpu_day = j.at(0).get<double>();
+    g.storage_gb_per_s = j.at(1).get<double>();
+    g.mtbf_s = finite_or_infinity(j.at(2));
+    g.checkpoint_bytes = j.at(3).get<double>();
+    g.checkpoint_write_s = j.at(4).get<double>();
+    g.restart_s = j.at(5).get<double>();
+    g.checkpoint_interval_s = finite_or_infinity(j.at(6));
+    g.interval_optimal = j.at(7).get<bool>();
+    g.goodput = j.at(8).get<double>();
+    g.effective_time_to_train_s = optional_from_json<double>(j.at(9));
+    return g;
+}
+
 // Every member of RunResult, so that a merged outcome is the one the rank computed.
 json result_to_json(const RunResult& r) {
     return {{"scenario", r.scenario},
@@ -44,7 +72,8 @@ json result_to_json(const RunResult& r) {
             {"stage_recompute", r.stage_recompute_fraction},
             {"time_to_train_s", optional_to_json(r.time_to_train_s)},
             {"cost_usd", optional_to_json(r.cost_usd)},
-            {"energy_kwh", optional_to_json(r.energy_kwh)}};
+            {"energy_kwh", optional_to_json(r.energy_kwh)},
+            {"goodput", goodput_to_json(r.goodput)}};
 }
 
 RunResult result_from_json(const json& j) {
@@ -67,6 +96,7 @@ RunResult result_from_json(const json& j) {
     r.time_to_train_s = optional_from_json<double>(j.at("time_to_train_s"));
     r.cost_usd = optional_from_json<double>(j.at("cost_usd"));
     r.energy_kwh = optional_from_json<double>(j.at("energy_kwh"));
+    r.goodput = goodput_from_json(j.at("goodput"));
     return r;
 }
 

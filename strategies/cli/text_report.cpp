@@ -2,6 +2,7 @@
 
 #include "strategies/framework.hpp"
 
+#include <cmath>
 #include <algorithm>
 #include <array>
 
@@ -92,6 +93,16 @@ void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
     if (r.cost_usd) line += fmt::format(", {:.3g} USD", *r.cost_usd);
     if (r.energy_kwh) line += fmt::format(", {:.3g} MWh", *r.energy_kwh / 1000.0);
     fmt::print(out, "{}\n", line);
+    if (!r.goodput) return;
+    const Goodput& g = *r.goodput;
+    fmt::print(out, "goodput   {:.1f} %: {} with failures ({:.2g} per GPU-day, one every {}); checkpoint {:.3g} GB in {} "
+                    "every {}{}, restart {}{}\n",
+               100.0 * g.goodput, g.effective_time_to_train_s ? human_duration(*g.effective_time_to_train_s) : "never",
+               g.failures_per_gpu_day, std::isfinite(g.mtbf_s) ? human_duration(g.mtbf_s) : "never",
+               g.checkpoint_bytes / 1e9, human_duration(g.checkpoint_write_s),
+               std::isfinite(g.checkpoint_interval_s) ? human_duration(g.checkpoint_interval_s) : "never",
+               g.interval_optimal ? " (Daly's optimum)" : "", human_duration(g.restart_s),
+               s.reliability.restart_overhead_s ? "" : " (the checkpoint's read; reliability.restart_overhead_s adds the rest)");
 }
 
 }  // namespace

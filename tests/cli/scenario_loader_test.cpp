@@ -98,7 +98,7 @@ TEST_CASE("an unknown top-level section lists the sections", "[cli][loader]") {
     const auto e = load_error("name: x\nclustre:\n  nodes: 2\n");
     check_located(e, "t.yaml", 2, "clustre");
     CHECK(contains(e.what(), "did you mean 'cluster'?"));
-    CHECK(contains(e.what(), "model, cluster, training, parallel, cost, sweep"));
+    CHECK(contains(e.what(), "model, cluster, training, parallel, cost, reliability, sweep"));
 }
 
 TEST_CASE("a value of the wrong type says what was expected", "[cli][loader]") {
