@@ -43,14 +43,19 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
 }
 
-void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu) {
+Bytes usable_memory(const hw::GpuSpec& gpu, double headroom) {
+    return Bytes(gpu.memory_capacity.value * (1.0 - headroom));
+}
+
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu, double headroom) {
     r.stage_peak_memory_bytes.clear();
     for (const auto& list : totals) r.stage_peak_memory_bytes.push_back(list.memory.peak.value);
     r.peak_memory_bytes = r.stage_peak_memory_bytes.empty()
                               ? 0.0
                               : *std::max_element(r.stage_peak_memory_bytes.begin(), r.stage_peak_memory_bytes.end());
     r.memory_capacity_bytes = gpu.memory_capacity.value;
-    r.fits_in_memory = r.peak_memory_bytes <= r.memory_capacity_bytes;
+    r.memory_headroom = headroom;
+    r.fits_in_memory = r.peak_memory_bytes <= usable_memory(gpu, headroom).value;
 }
 
 }  // namespace cuboid

@@ -19,8 +19,13 @@ Breakdown breakdown_seconds(const sim::RankBreakdown& b);
 // Throughput, FLOPs, MFU and the optional time/cost/energy extras from the iteration time.
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu);
 
-// Per-stage and overall peak memory against the GPU's capacity, from each op list's totals
-// (sim::op_list_totals).
-void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu);
+// Per-stage and overall peak memory against the GPU's capacity less `headroom` (a fraction,
+// RunOptions::memory_headroom), from each op list's totals (sim::op_list_totals).
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu,
+                 double headroom = 0.0);
+
+// The memory a plan may use on `gpu`: its capacity less the headroom fraction (exactly the
+// capacity for 0).
+Bytes usable_memory(const hw::GpuSpec& gpu, double headroom);
 
 }  // namespace cuboid
