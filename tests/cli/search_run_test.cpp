@@ -159,3 +159,30 @@ TEST_CASE("search candidates of a cluster past 2^31 GPUs are counted in 64 bits"
     for (const auto& point : c.points) CHECK(point[0] == "65536");
     CHECK_FALSE(c.points.empty());
 }
+
+TEST_CASE("search with a memory headroom keeps only plans below (1 - headroom) of the GPU's memory",
+          "[search]") {
+    const Searched& s = searched();
+    REQUIRE(best_plan(s.bnb));
+    const RunResult& best = *s.bnb.plans.outcomes[*best_plan(s.bnb)].result;
+    // A headroom that leaves the best plan just too little memory: it must drop out, and every
+    // plan that ranks must leave the headroom free.
+    const double headroom = 1.0 - 0.999 * best.peak_memory_bytes / best.memory_capacity_bytes;
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    SearchOptions o;
+    o.threads = 2;
+    o.keep = 3;
+    o.memory_headroom = headroom;
+    const SearchResult r = run_search(base, small_space(base), names, cache, o);
+    CHECK(r.counts.pruned_memory > s.bnb.counts.pruned_memory);
+    REQUIRE(best_plan(r));
+    CHECK(plan_text(r.plans, *best_plan(r)) != plan_text(s.bnb.plans, *best_plan(s.bnb)));
+    for (std::size_t i = 0; i < r.plans.points.size(); ++i) {
+        const auto& outcome = r.plans.outcomes[i];
+        if (outcome.status != PointStatus::Ok) continue;
+        CHECK(outcome.result->peak_memory_bytes <= (1.0 - headroom) * outcome.result->memory_capacity_bytes);
+    }
+}
