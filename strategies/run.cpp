@@ -64,6 +64,10 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     r.stage_memory = stage_memory_breakdown(sc, layout, program, sim.op_list_totals);
     r.critical_rank = critical_rank(sim);
     if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
+    r.stage_busy_s = stage_busy_seconds(program, sim);
+    if (!sim.ranks.empty())
+        r.bubble_split = split_bubble(r.breakdown.bubble_s, busy_seconds(sim.ranks[r.critical_rank].breakdown),
+                                      r.stage_busy_s);
     for (int s = 0; s < layout.pipeline; ++s)
         r.stage_recompute_fraction.push_back(static_cast<double>(checkpointed[static_cast<std::size_t>(s)]) /
                                              layout.layers_on_stage(s));

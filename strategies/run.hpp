@@ -25,6 +25,16 @@ struct Breakdown {
     double bubble_s = 0.0;
 };
 
+// The bubble of the breakdown in two parts that sum to it. A GPU whose stage has less work than
+// the busiest stage waits, in steady state, for that stage every micro-batch: over the iteration
+// it idles by the difference of their busy times (compute and recomputation), whatever the
+// schedule. That difference, at most the bubble, is `stage_imbalance_s`; `schedule_s` is the
+// rest, the fill and drain the schedule has even with equal stages.
+struct BubbleSplit {
+    double schedule_s = 0.0;
+    double stage_imbalance_s = 0.0;
+};
+
 struct RunResult {
     std::string scenario;
     int gpus = 0;
@@ -41,6 +51,9 @@ struct RunResult {
     double memory_headroom = 0.0;
     bool fits_in_memory = true;  // peak <= (1 - memory_headroom) * capacity
     Breakdown breakdown;
+    BubbleSplit bubble_split;             // breakdown.bubble_s in its parts
+    // Per pipeline stage, the busy time (compute + recompute) of its busiest GPU in the iteration.
+    std::vector<double> stage_busy_s;
     std::uint32_t critical_rank = 0;      // the rank the breakdown describes
     std::uint64_t sim_events = 0;
     double sim_wall_s = 0.0;

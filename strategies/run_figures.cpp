@@ -25,6 +25,25 @@ Breakdown breakdown_seconds(const sim::RankBreakdown& b) {
     return out;
 }
 
+double busy_seconds(const sim::RankBreakdown& b) { return to_seconds(b.compute + b.recompute); }
+
+std::vector<double> stage_busy_seconds(const sim::Program& program, const sim::SimResult& sim) {
+    std::vector<double> busy(program.op_lists.size(), 0.0);
+    for (std::size_t r = 0; r < sim.ranks.size() && r < program.ranks.size(); ++r) {
+        double& stage = busy[program.ranks[r].op_list];
+        stage = std::max(stage, busy_seconds(sim.ranks[r].breakdown));
+    }
+    return busy;
+}
+
+BubbleSplit split_bubble(double bubble_s, double busy_s, std::span<const double> stage_busy_s) {
+    BubbleSplit split;
+    const double busiest = stage_busy_s.empty() ? 0.0 : *std::max_element(stage_busy_s.begin(), stage_busy_s.end());
+    split.stage_imbalance_s = std::clamp(busiest - busy_s, 0.0, bubble_s);
+    split.schedule_s = bubble_s - split.stage_imbalance_s;
+    return split;
+}
+
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     constexpr double kSecondsPerHour = 3600.0;
     const double t = r.iteration_time_s;

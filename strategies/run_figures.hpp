@@ -16,6 +16,16 @@ std::uint32_t critical_rank(const sim::SimResult& sim);
 
 Breakdown breakdown_seconds(const sim::RankBreakdown& b);
 
+// A rank's busy time: compute and recomputation on its compute stream, in seconds.
+double busy_seconds(const sim::RankBreakdown& b);
+
+// Per op list of the program (a pipeline stage), the largest busy time of the ranks that run it.
+std::vector<double> stage_busy_seconds(const sim::Program& program, const sim::SimResult& sim);
+
+// A rank's bubble split into stage imbalance and schedule bubble (BubbleSplit in run.hpp):
+// imbalance = min(bubble, the busiest stage's busy time - the rank's own).
+BubbleSplit split_bubble(double bubble_s, double busy_s, std::span<const double> stage_busy_s);
+
 // Throughput, FLOPs, MFU and the optional time/cost/energy extras from the iteration time.
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu);
 

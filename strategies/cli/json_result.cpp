@@ -142,6 +142,10 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     for (const double b : r.stage_peak_memory_bytes) stages.push_back(whole_bytes(b));
     j["stage_peak_memory_bytes"] = stages;
     j["memory"] = memory_json(r);
+    // The bubble of breakdown_s in its two parts (they sum to it), and what they come from.
+    j["bubble_split_s"] = {{"schedule", r.bubble_split.schedule_s},
+                           {"stage_imbalance", r.bubble_split.stage_imbalance_s}};
+    j["stage_busy_s"] = r.stage_busy_s;
     j["stage_recompute_fraction"] = r.stage_recompute_fraction;
     j["chunk_layers"] = r.chunk_layers;
     j["tensor_mesh"] = r.tensor_mesh;

@@ -60,6 +60,8 @@ json result_to_json(const RunResult& r) {
             {"headroom", r.memory_headroom},
             {"stage_memory", stage_memory_to_json(r.stage_memory)},
             {"breakdown", breakdown_to_json(r.breakdown)},
+            {"bubble_split", json::array({r.bubble_split.schedule_s, r.bubble_split.stage_imbalance_s})},
+            {"stage_busy", r.stage_busy_s},
             {"critical_rank", r.critical_rank},
             {"events", r.sim_events},
             {"fingerprint", r.fingerprint},
@@ -84,6 +86,9 @@ RunResult result_from_json(const json& j) {
     r.memory_headroom = j.at("headroom").get<double>();
     r.stage_memory = stage_memory_from_json(j.at("stage_memory"));
     r.breakdown = breakdown_from_json(j.at("breakdown"));
+    r.bubble_split.schedule_s = j.at("bubble_split").at(0).get<double>();
+    r.bubble_split.stage_imbalance_s = j.at("bubble_split").at(1).get<double>();
+    r.stage_busy_s = j.at("stage_busy").get<std::vector<double>>();
     r.critical_rank = j.at("critical_rank").get<std::uint32_t>();
     r.sim_events = j.at("events").get<std::uint64_t>();
     r.fingerprint = j.at("fingerprint").get<std::uint64_t>();

@@ -99,6 +99,14 @@ void write_breakdown(std::ostream& out, const RunResult& r) {
         sum += seconds;
     }
     fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", "sum", sum, percent(sum, r.iteration_time_s));
+    // The bubble in its parts: what the schedule leaves idle with equal stages, and the waiting
+    // for a stage with more work (run.hpp, BubbleSplit).
+    if (b.bubble_s > 0.0)
+        fmt::print(out, "  bubble = {:.4f} s schedule fill and drain + {:.4f} s stage imbalance (the busiest stage "
+                        "computes {:.4f} s, this GPU {:.4f} s)\n",
+                   r.bubble_split.schedule_s, r.bubble_split.stage_imbalance_s,
+                   r.stage_busy_s.empty() ? 0.0 : *std::max_element(r.stage_busy_s.begin(), r.stage_busy_s.end()),
+                   b.compute_s + b.recompute_s);
 }
 
 void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
