@@ -43,7 +43,8 @@ struct FitContext {
 };
 
 // The changes, fastest first (ties: the order of ChangeKind). `s`: the scenario as it ran (with
-// its --set overrides applied). Plans that are invalid or fail to run are skipped, never thrown.
+// its --set overrides applied and its work limits). A changed plan that the key checks, the plan
+// validation or the work limits reject (InputError) is skipped.
 std::vector<FittingChange> fitting_changes(const Scenario& s, const FitContext& context);
 
 }  // namespace cuboid::cli
