@@ -35,13 +35,17 @@ std::size_t ops_per_layer(const LayerContext& layer) {
     return scratch.ops.size();
 }
 
+// Pipeline buffers: one incoming activation and one incoming gradient message, gathered.
+double pipeline_buffer_bytes(const Layout& l, const LayerDims& d) {
+    return l.pipeline > 1 ? 2.0 * message_bytes(d) * l.tensor : 0.0;
+}
+
 // Bytes a stage's ranks hold all iteration besides activations (stage_resident_bytes), with the
 // layer's dimensions `d` (dims_of(sc, l)) already worked out.
 Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
     const double params = stage_parameters_per_rank(sc.model, l, stage);
     Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
-    // Pipeline buffers: one incoming activation and one incoming gradient message, gathered.
-    if (l.pipeline > 1) b += Bytes(2.0 * message_bytes(d) * l.tensor);
+    if (l.pipeline > 1) b += Bytes(pipeline_buffer_bytes(l, d));
     return b;
 }
 
@@ -122,6 +126,18 @@ std::vector<int> checkpointed_layers(const Scenario& sc, const Layout& l, const 
 
 Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
     return resident_bytes(sc, l, stage, dims_of(sc, l));
+}
+
+ResidentMemory stage_resident_memory(const Scenario& sc, const Layout& l, int stage) {
+    const double params = stage_parameters_per_rank(sc.model, l, stage);
+    const StateBytesPerParam per_param =
+        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.data);
+    ResidentMemory r;
+    r.weights_bytes = params * per_param.weight;
+    r.gradients_bytes = params * per_param.grad;
+    r.optimizer_state_bytes = params * per_param.optimizer;
+    r.pipeline_buffers_bytes = pipeline_buffer_bytes(l, dims_of(sc, l));
+    return r;
 }
 
 sim::Program build_program(const Scenario& sc, const Layout& l, const BuildOptions& options) {

@@ -63,4 +63,13 @@ double program_gemm_flops(const sim::Program& program, std::span<const sim::OpLi
 // weights, gradients, optimizer state (ZeRO-sharded) and pipeline message buffers.
 Bytes stage_resident_bytes(const Scenario& scenario, const Layout& layout, int stage);
 
+// stage_resident_bytes in its parts (they sum to it up to rounding).
+struct ResidentMemory {
+    double weights_bytes = 0.0;           // the working copy the GEMMs read
+    double gradients_bytes = 0.0;         // the gradient buffer reduced across data parallelism
+    double optimizer_state_bytes = 0.0;   // fp32 main weights and Adam moments (training_state.hpp)
+    double pipeline_buffers_bytes = 0.0;  // one incoming activation and one incoming gradient message
+};
+ResidentMemory stage_resident_memory(const Scenario& scenario, const Layout& layout, int stage);
+
 }  // namespace cuboid

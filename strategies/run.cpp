@@ -28,7 +28,7 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     std::shared_ptr<const hw::Hardware> hardware =
         options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, *builtin);
     const std::vector<int> checkpointed =
-        checkpointed_layers(sc, layout, BuildOptions{hardware->gpu().memory_capacity});
+        checkpointed_layers(sc, layout, BuildOptions{usable_memory(hardware->gpu(), options.memory_headroom)});
     options.cancel.throw_if_requested();
     const sim::Program program = with_host_dispatch(
         build_program_checkpointing(sc, layout, checkpointed, options.build_threads), *hardware);
@@ -60,9 +60,14 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     // Each op list's GEMM FLOPs and memory peak, read off its ops by the simulation's indexing.
     r.hardware_flops_per_iteration = program_gemm_flops(program, sim.op_list_totals);
     fill_rates(r, sc, hardware->gpu());
-    fill_memory(r, sim.op_list_totals, hardware->gpu());
+    fill_memory(r, sim.op_list_totals, hardware->gpu(), options.memory_headroom);
+    r.stage_memory = stage_memory_breakdown(sc, layout, program, sim.op_list_totals);
     r.critical_rank = critical_rank(sim);
     if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
+    r.stage_busy_s = stage_busy_seconds(program, sim);
+    if (!sim.ranks.empty())
+        r.bubble_split = split_bubble(r.breakdown.bubble_s, busy_seconds(sim.ranks[r.critical_rank].breakdown),
+                                      r.stage_busy_s);
     for (int s = 0; s < layout.pipeline; ++s)
         r.stage_recompute_fraction.push_back(static_cast<double>(checkpointed[static_cast<std::size_t>(s)]) /
                                              layout.layers_on_stage(s));

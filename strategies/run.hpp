@@ -12,6 +12,7 @@
 #include "hardware_models/hardware.hpp"
 #include "sim/executor.hpp"
 #include "strategies/goodput.hpp"
+#include "strategies/memory_breakdown.hpp"
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
@@ -23,6 +24,16 @@ struct Breakdown {
     double pp_comm_exposed_s = 0.0;
     double dp_comm_exposed_s = 0.0;
     double bubble_s = 0.0;
+};
+
+// The bubble of the breakdown in two parts that sum to it. A GPU whose stage has less work than
+// the busiest stage waits, in steady state, for that stage every micro-batch: over the iteration
+// it idles by the difference of their busy times (compute and recomputation), whatever the
+// schedule. That difference, at most the bubble, is `stage_imbalance_s`; `schedule_s` is the
+// rest, the fill and drain the schedule has even with equal stages.
+struct BubbleSplit {
+    double schedule_s = 0.0;
+    double stage_imbalance_s = 0.0;
 };
 
 struct RunResult {
@@ -37,14 +48,20 @@ struct RunResult {
     double mfu = 0.0;
     double peak_memory_bytes = 0.0;
     double memory_capacity_bytes = 0.0;
-    bool fits_in_memory = true;
+    // The fraction of the capacity a plan must leave free to fit (RunOptions::memory_headroom).
+    double memory_headroom = 0.0;
+    bool fits_in_memory = true;  // peak <= (1 - memory_headroom) * capacity
     Breakdown breakdown;
+    BubbleSplit bubble_split;             // breakdown.bubble_s in its parts
+    // Per pipeline stage, the busy time (compute + recompute) of its busiest GPU in the iteration.
+    std::vector<double> stage_busy_s;
     std::uint32_t critical_rank = 0;      // the rank the breakdown describes
     std::uint64_t sim_events = 0;
     double sim_wall_s = 0.0;
     std::uint64_t fingerprint = 0;
     double sim_fold_factor = 1.0;  // ranks per simulated rank (1: every rank simulated, RunOptions::fold)
     std::vector<double> stage_peak_memory_bytes;   // per pipeline stage
+    std::vector<StageMemory> stage_memory;         // per pipeline stage, the peak in its parts
     // Per pipeline stage, the fraction of its layers checkpointed (recomputed in the backward):
     // 0 or 1 for none / selective / full, the memory-driven choice for stage-aware.
     std::vector<double> stage_recompute_fraction;
@@ -73,6 +90,10 @@ struct RunOptions {
     // Threads that build the program's stages (0: one per core). A sweep that already runs one
     // point per core passes 1: more would only contend for the same cores.
     int build_threads = 0;
+    // The fraction of each GPU's memory a plan must leave free, in [0, 1): the plan fits when its
+    // peak is at most (1 - headroom) x capacity, and stage-aware recomputation aims at that
+    // budget. 0: the whole capacity (the exact comparison of a run without it).
+    double memory_headroom = 0.0;
     // Once requested, run_scenario throws sim::Cancelled soon after (between its phases, and
     // every few thousand events of the simulation): a sweep stopped by a signal.
     sim::Cancellation cancel;

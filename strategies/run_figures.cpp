@@ -26,6 +26,25 @@ Breakdown breakdown_seconds(const sim::RankBreakdown& b) {
     return out;
 }
 
+double busy_seconds(const sim::RankBreakdown& b) { return to_seconds(b.compute + b.recompute); }
+
+std::vector<double> stage_busy_seconds(const sim::Program& program, const sim::SimResult& sim) {
+    std::vector<double> busy(program.op_lists.size(), 0.0);
+    for (std::size_t r = 0; r < sim.ranks.size() && r < program.ranks.size(); ++r) {
+        double& stage = busy[program.ranks[r].op_list];
+        stage = std::max(stage, busy_seconds(sim.ranks[r].breakdown));
+    }
+    return busy;
+}
+
+BubbleSplit split_bubble(double bubble_s, double busy_s, std::span<const double> stage_busy_s) {
+    BubbleSplit split;
+    const double busiest = stage_busy_s.empty() ? 0.0 : *std::max_element(stage_busy_s.begin(), stage_busy_s.end());
+    split.stage_imbalance_s = std::clamp(busiest - busy_s, 0.0, bubble_s);
+    split.schedule_s = bubble_s - split.stage_imbalance_s;
+    return split;
+}
+
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     constexpr double kSecondsPerHour = 3600.0;
     const double t = r.iteration_time_s;
@@ -45,14 +64,19 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
 }
 
-void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu) {
+Bytes usable_memory(const hw::GpuSpec& gpu, double headroom) {
+    return Bytes(gpu.memory_capacity.value * (1.0 - headroom));
+}
+
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu, double headroom) {
     r.stage_peak_memory_bytes.clear();
     for (const auto& list : totals) r.stage_peak_memory_bytes.push_back(list.memory.peak.value);
     r.peak_memory_bytes = r.stage_peak_memory_bytes.empty()
                               ? 0.0
                               : *std::max_element(r.stage_peak_memory_bytes.begin(), r.stage_peak_memory_bytes.end());
     r.memory_capacity_bytes = gpu.memory_capacity.value;
-    r.fits_in_memory = r.peak_memory_bytes <= r.memory_capacity_bytes;
+    r.memory_headroom = headroom;
+    r.fits_in_memory = r.peak_memory_bytes <= usable_memory(gpu, headroom).value;
 }
 
 }  // namespace cuboid

@@ -16,11 +16,26 @@ std::uint32_t critical_rank(const sim::SimResult& sim);
 
 Breakdown breakdown_seconds(const sim::RankBreakdown& b);
 
+// A rank's busy time: compute and recomputation on its compute stream, in seconds.
+double busy_seconds(const sim::RankBreakdown& b);
+
+// Per op list of the program (a pipeline stage), the largest busy time of the ranks that run it.
+std::vector<double> stage_busy_seconds(const sim::Program& program, const sim::SimResult& sim);
+
+// A rank's bubble split into stage imbalance and schedule bubble (BubbleSplit in run.hpp):
+// imbalance = min(bubble, the busiest stage's busy time - the rank's own).
+BubbleSplit split_bubble(double bubble_s, double busy_s, std::span<const double> stage_busy_s);
+
 // Throughput, FLOPs, MFU and the optional time/cost/energy extras from the iteration time.
 void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu);
 
-// Per-stage and overall peak memory against the GPU's capacity, from each op list's totals
-// (sim::op_list_totals).
-void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu);
+// Per-stage and overall peak memory against the GPU's capacity less `headroom` (a fraction,
+// RunOptions::memory_headroom), from each op list's totals (sim::op_list_totals).
+void fill_memory(RunResult& r, std::span<const sim::OpListTotals> totals, const hw::GpuSpec& gpu,
+                 double headroom = 0.0);
+
+// The memory a plan may use on `gpu`: its capacity less the headroom fraction (exactly the
+// capacity for 0).
+Bytes usable_memory(const hw::GpuSpec& gpu, double headroom);
 
 }  // namespace cuboid

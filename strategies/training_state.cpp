@@ -68,13 +68,18 @@ double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage)
     return params;
 }
 
-Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data) {
+StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data) {
     const StateBytesPerParam s = state_bytes_per_param(p);
     const double d = data;
-    const double opt = zero_stage >= 1 ? s.optimizer / d : s.optimizer;
-    const double grad = zero_stage >= 2 ? s.grad / d : s.grad;
-    const double weight = zero_stage >= 3 ? s.weight / d : s.weight;
-    return Bytes(params * (weight + grad + opt));
+    StateBytesPerParam out;
+    out.optimizer = zero_stage >= 1 ? s.optimizer / d : s.optimizer;
+    out.grad = zero_stage >= 2 ? s.grad / d : s.grad;
+    out.weight = zero_stage >= 3 ? s.weight / d : s.weight;
+    return out;
+}
+
+Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data) {
+    return Bytes(params * sharded_state_bytes_per_param(p, zero_stage, data).total());
 }
 
 }  // namespace cuboid

@@ -56,8 +56,11 @@ double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline);
 // also the size of that copy's gradient, all-reduced with the first stage's (stage_builder.hpp).
 double tied_embedding_copy_per_rank(const ModelSpec& m, int t, int pipeline);
 
-// Resident bytes: params * (weight + grad + optimizer), with optimizer state (ZeRO >= 1),
-// gradients (>= 2) and weights (3) divided over the d data-parallel replicas.
+// Bytes per parameter one rank keeps after ZeRO: optimizer state (ZeRO >= 1), gradients (>= 2)
+// and weights (3) divided over the d data-parallel replicas.
+StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data);
+
+// Resident bytes: params * sharded_state_bytes_per_param(...).total().
 Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data);
 
 }  // namespace cuboid

@@ -29,9 +29,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--fold] [--quiet]\n"
-    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--no-fold] [--quiet]\n"
+    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--memory-headroom F] [--no-fold] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
+    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
     "       cuboid whatif STUDY.yaml [--threads N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
@@ -53,6 +53,8 @@ po::options_description visible_options() {
         ("threads", po::value<int>(), "sweep, search, whatif: points run at once (default: the hardware threads)")  //
         ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit; search: the N best plans (default 5)")  //
         ("max-gpus", po::value<int>(), "search: use at most N GPUs of the cluster (whole nodes)")     //
+        ("memory-headroom", po::value<double>(),
+         "sweep, search: the fraction F of GPU memory a plan must leave free to fit, 0 <= F < 1 (default 0)")  //
         ("fold", "run: simulate one rank per set of provably identical ranks (same results, fewer events)")  //
         ("no-fold", "sweep, search: simulate every rank (folding identical ranks is the default)")  //
         ("max-events", po::value<double>(),
@@ -129,7 +131,7 @@ WorkLimits work_limits(const Parsed& p) {
 }
 
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold"});
+    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold", "memory-headroom"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -155,6 +157,7 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
     // Progress only where a person watches: the process's own standard error, on a terminal.
     r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
     r.fold = p.vm.count("no-fold") == 0;
+    take(p, "memory-headroom", r.memory_headroom);
     r.limits = work_limits(p);
     return sweep_command(r, out, err);
 }
@@ -171,12 +174,13 @@ int search(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "max-gpus", r.max_gpus);
     r.quiet = p.vm.count("quiet") > 0;
     r.fold = p.vm.count("no-fold") == 0;
+    take(p, "memory-headroom", r.memory_headroom);
     r.limits = work_limits(p);
     return search_command(r, out, err);
 }
 
 int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold", "max-events", "max-memory"});
+    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold", "max-events", "max-memory", "memory-headroom"});
     WhatifRequest r;
     r.study_path = one_operand(p, "study file");
     take(p, "csv", r.csv);

@@ -41,6 +41,49 @@ nlohmann::ordered_json cluster_json(const hw::ClusterSpec& c) {
 
 }  // namespace
 
+nlohmann::ordered_json memory_json(const RunResult& r) {
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < r.stage_memory.size(); ++i) {
+        const StageMemory& m = r.stage_memory[i];
+        const ResidentMemory& held = m.resident;
+        const std::int64_t peak = whole_bytes(m.peak_bytes);
+        const std::int64_t weights = whole_bytes(held.weights_bytes);
+        const std::int64_t gradients = whole_bytes(held.gradients_bytes);
+        const std::int64_t optimizer = whole_bytes(held.optimizer_state_bytes);
+        const std::int64_t buffers = whole_bytes(held.pipeline_buffers_bytes);
+        // The remainder, so that the integers the contract shows sum exactly to the peak.
+        const std::int64_t activations = peak - weights - gradients - optimizer - buffers;
+        nlohmann::ordered_json stage{{"stage", i},
+                                     {"peak_bytes", peak},
+                                     {"weights_bytes", weights},
+                                     {"gradients_bytes", gradients},
+                                     {"optimizer_state_bytes", optimizer},
+                                     {"pipeline_buffers_bytes", buffers},
+                                     {"activations_bytes", activations}};
+        if (i < r.stage_recompute_fraction.size()) stage["recompute_fraction"] = r.stage_recompute_fraction[i];
+        stages.push_back(stage);
+    }
+    nlohmann::ordered_json j{{"peak_stage", peak_stage(r.stage_memory)}};
+    // Only when asked for, so that runs without it keep their output unchanged.
+    if (r.memory_headroom > 0.0) {
+        j["headroom"] = r.memory_headroom;
+        j["usable_bytes"] = whole_bytes(r.memory_capacity_bytes * (1.0 - r.memory_headroom));
+    }
+    j["stages"] = stages;
+    return j;
+}
+
+nlohmann::ordered_json fitting_changes_json(const std::vector<FittingChange>& changes) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const FittingChange& c : changes)
+        list.push_back({{"kind", change_kind_name(c.kind)},
+                        {"set", c.sets},
+                        {"peak_memory_bytes", whole_bytes(c.peak_memory_bytes)},
+                        {"iteration_time_s", c.iteration_time_s},
+                        {"checked_by", "simulation"}});
+    return list;
+}
+
 int effective_data_parallel(const Scenario& s) {
     if (s.parallel.data > 0) return s.parallel.data;
     const int per_replica = s.parallel.tensor * s.parallel.pipeline;
@@ -98,6 +141,11 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const double b : r.stage_peak_memory_bytes) stages.push_back(whole_bytes(b));
     j["stage_peak_memory_bytes"] = stages;
+    j["memory"] = memory_json(r);
+    // The bubble of breakdown_s in its two parts (they sum to it), and what they come from.
+    j["bubble_split_s"] = {{"schedule", r.bubble_split.schedule_s},
+                           {"stage_imbalance", r.bubble_split.stage_imbalance_s}};
+    j["stage_busy_s"] = r.stage_busy_s;
     j["stage_recompute_fraction"] = r.stage_recompute_fraction;
     j["chunk_layers"] = r.chunk_layers;
     j["tensor_mesh"] = r.tensor_mesh;

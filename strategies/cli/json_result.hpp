@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strategies/cli/fitting_changes.hpp"
 #include "strategies/run.hpp"
 #include "strategies/scenario.hpp"
 
@@ -15,6 +16,15 @@ int effective_data_parallel(const Scenario& s);
 
 nlohmann::ordered_json plan_json(const Scenario& s);
 nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r);
+
+// The `memory` object of the result: per pipeline stage the peak in its parts (weights, gradients,
+// optimizer state, pipeline buffers, activations; whole bytes that sum exactly to the stage's
+// peak) and which stage peaks.
+nlohmann::ordered_json memory_json(const RunResult& r);
+
+// `memory.fitting_changes` of an out-of-memory run: each change as its --set assignments, with
+// the changed plan's simulated peak and iteration time.
+nlohmann::ordered_json fitting_changes_json(const std::vector<FittingChange>& changes);
 
 // "0x0123456789abcdef": a string, so that no JSON reader rounds the 64-bit value.
 std::string fingerprint_text(std::uint64_t fingerprint);

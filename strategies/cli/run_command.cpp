@@ -7,6 +7,7 @@
 
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/error_location.hpp"
+#include "strategies/cli/fitting_changes.hpp"
 #include "strategies/cli/json_result.hpp"
 #include "strategies/cli/output_target.hpp"
 #include "strategies/cli/overrides.hpp"
@@ -32,7 +33,23 @@ InputError located(const InputError& e, const Scenario& s, const std::vector<std
     return e;
 }
 
+std::vector<FittingChange> changes_that_fit(const Scenario& s) {
+    const auto catalog = parse_builtin_catalog();
+    const NameResolvers names = builtin_name_resolvers(catalog);
+    FitContext context;
+    context.names = &names;
+    context.builtin = catalog.get();
+    context.hardware = hw::Hardware::build(s.cluster, *catalog);
+    return fitting_changes(s, context);
+}
+
 }  // namespace
+
+void check_memory_headroom(double fraction) {
+    if (!(fraction >= 0.0 && fraction < 1.0))
+        throw InputError({"", 0, "--memory-headroom"},
+                         fmt::format("expected a fraction of GPU memory in [0, 1), e.g. 0.1, got {}", fraction));
+}
 
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
                           std::vector<std::string>* overridden) {
@@ -73,15 +90,24 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
         throw located(e, s, overridden);
     }
 
+    // An out-of-memory plan names the single changes that would fit, each checked by a run.
+    std::vector<FittingChange> changes;
+    if (!r.fits_in_memory) changes = changes_that_fit(s);
+
     if (json.given()) {
-        json.stream() << result_json(s, r).dump(2) << "\n";
+        nlohmann::ordered_json j = result_json(s, r);
+        if (!r.fits_in_memory) j["memory"]["fitting_changes"] = fitting_changes_json(changes);
+        json.stream() << j.dump(2) << "\n";
         json.commit();
     }
     if (trace_file) trace_file->commit();
-    if (!json_to_stdout && !request.quiet) write_report(out, s, r);
+    if (!json_to_stdout && !request.quiet) {
+        write_report(out, s, r);
+        if (!r.fits_in_memory) write_fitting_changes(out, changes);
+    }
     if (r.fits_in_memory) return kExitOk;
-    fmt::print(err, "cuboid: {}: the plan does not fit in GPU memory: peak {:.1f} GB > {:.1f} GB per GPU\n",
-               s.source_file, r.peak_memory_bytes / 1e9, r.memory_capacity_bytes / 1e9);
+    fmt::print(err, "cuboid: {}: the plan does not fit in GPU memory: peak {:.1f} GB > {:.1f} GB per GPU{}\n",
+               s.source_file, r.peak_memory_bytes / 1e9, r.memory_capacity_bytes / 1e9, fitting_changes_summary(changes));
     return kExitOutOfMemory;
 }
 

@@ -35,6 +35,9 @@ inline constexpr int kExitOutputFailed = 4;  // an output could not be written (
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
                           std::vector<std::string>* overridden = nullptr);
 
+// --memory-headroom (sweep, search): a fraction in [0, 1), else InputError naming the option.
+void check_memory_headroom(double fraction);
+
 // Throws InputError for bad input, sim::OutputError for an output it could not write; returns kExitOk or kExitOutOfMemory.
 int run_command(const RunRequest& request, std::ostream& out, std::ostream& err);
 

@@ -24,6 +24,7 @@ void check_search_request(const SearchRequest& r) {
         {"--threads", r.threads}, {"--top", r.top}, {"--max-gpus", r.max_gpus}};
     for (const auto& [option, v] : positive)
         if (v && *v < 1) throw InputError({"", 0, option}, fmt::format("expected an integer >= 1, got {}", *v));
+    check_memory_headroom(r.memory_headroom);
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
 }
@@ -71,6 +72,7 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     options.threads = request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     options.keep = request.top.value_or(kDefaultTop);
     options.fold = request.fold;
+    options.memory_headroom = request.memory_headroom;
     const SearchResult r = run_search(base, space, names, cache, options);
 
     const int top = options.keep;

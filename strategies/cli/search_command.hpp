@@ -22,6 +22,7 @@ struct SearchRequest {
     std::optional<std::string> json;   // file or "-"
     bool quiet = false;
     bool fold = true;                  // false (--no-fold): simulate every rank of every plan
+    double memory_headroom = 0.0;      // --memory-headroom: the fraction of GPU memory left free
 };
 
 // 0 with a plan that fits; 3 when valid plans exist but none fits; 2 when no plan is valid (or

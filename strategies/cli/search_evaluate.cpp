@@ -1,34 +1,24 @@
 #include "strategies/cli/search_evaluate.hpp"
 
-#include <algorithm>
-
-#include "sim/memory.hpp"
 #include "strategies/cli/error_location.hpp"
-#include "strategies/program_builder.hpp"
+#include "strategies/memory_check.hpp"
+#include "strategies/run_figures.hpp"
 
 namespace cuboid::cli {
 namespace {
 
-double program_peak_bytes(const sim::Program& program) {
-    double peak = 0.0;
-    for (const auto& list : program.op_lists) peak = std::max(peak, sim::peak_memory(list).peak.value);
-    return peak;
-}
-
-CandidateCheck check(const Scenario& s, HardwareCache& cache) {
+CandidateCheck check(const Scenario& s, HardwareCache& cache, double headroom) {
     const Layout layout = validate_plan(s, cache.catalog());  // the built-in catalog, parsed once
     const auto hardware = cache.get(s.cluster);
-    const Bytes capacity = hardware->gpu().memory_capacity;
     // The same program run_scenario builds, so the memory verdict is the simulation's.
-    const std::vector<int> checkpointed = checkpointed_layers(s, layout, BuildOptions{capacity});
-    const sim::Program program = build_program_checkpointing(s, layout, checkpointed);
+    const MemoryCheck memory = check_memory(s, layout, usable_memory(hardware->gpu(), headroom));
     CandidateCheck c;
-    c.peak_memory_bytes = program_peak_bytes(program);
-    if (c.peak_memory_bytes > capacity.value) {
+    c.peak_memory_bytes = memory.peak_bytes;
+    if (!memory.fits) {
         c.status = CandidateStatus::OutOfMemory;
         return c;
     }
-    c.bound = iteration_lower_bound(program, hardware->price(program), layout);
+    c.bound = iteration_lower_bound(memory.program, hardware->price(memory.program), layout);
     c.status = CandidateStatus::Feasible;
     return c;
 }
@@ -36,10 +26,10 @@ CandidateCheck check(const Scenario& s, HardwareCache& cache) {
 }  // namespace
 
 CandidateCheck check_candidate(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                               const NameResolvers& names, HardwareCache& hardware) {
+                               const NameResolvers& names, HardwareCache& hardware, double memory_headroom) {
     CandidateCheck failed;
     try {
-        return check(point_scenario(base, axes, point, names), hardware);
+        return check(point_scenario(base, axes, point, names), hardware, memory_headroom);
     } catch (const InputError& e) {
         failed.status = CandidateStatus::Invalid;
         const std::string& key = e.where().key;

@@ -21,8 +21,9 @@ struct CandidateCheck {
 };
 
 // Builds the candidate's program (with the stage-aware checkpointing that memory decides),
-// walks its memory and, when it fits, prices it for the bound. Never throws.
+// walks its memory and, when it fits in (1 - memory_headroom) of the GPU's memory, prices it for
+// the bound. Never throws.
 CandidateCheck check_candidate(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
-                               const NameResolvers& names, HardwareCache& hardware);
+                               const NameResolvers& names, HardwareCache& hardware, double memory_headroom = 0.0);
 
 }  // namespace cuboid::cli

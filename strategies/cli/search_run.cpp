@@ -16,10 +16,11 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::vector<CandidateCheck> check_all(const Scenario& base, const SearchCandidates& c, const NameResolvers& names,
-                                      HardwareCache& hardware, int threads) {
+                                      HardwareCache& hardware, int threads, double memory_headroom) {
     std::vector<CandidateCheck> checks(c.points.size());
-    sim::parallel_for(c.points.size(), threads,
-                 [&](std::size_t i) { checks[i] = check_candidate(base, c.axes, c.points[i], names, hardware); });
+    sim::parallel_for(c.points.size(), threads, [&](std::size_t i) {
+        checks[i] = check_candidate(base, c.axes, c.points[i], names, hardware, memory_headroom);
+    });
     return checks;
 }
 
@@ -52,7 +53,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
     SearchResult r;
     const SearchCandidates candidates = search_candidates(space, base);
     r.counts.candidates = candidates.points.size();
-    const std::vector<CandidateCheck> checks = check_all(base, candidates, names, hardware, options.threads);
+    const std::vector<CandidateCheck> checks = check_all(base, candidates, names, hardware, options.threads, options.memory_headroom);
     r.check_wall_s = seconds_since(start);
     count_checks(checks, r);
 
@@ -71,6 +72,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
     SweepRunOptions run_options;
     run_options.threads = plans.threads;
     run_options.fold = options.fold;
+    run_options.memory_headroom = options.memory_headroom;
     // Batches of one plan per thread, in bound order: the admission time tightens between them.
     for (std::size_t next = 0; next < feasible.size();) {
         const double admit = options.exhaustive ? std::numeric_limits<double>::infinity()

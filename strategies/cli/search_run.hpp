@@ -37,6 +37,7 @@ struct SearchOptions {
     bool fold = true;  // symmetry-folded simulation of the plans (RunOptions::fold)
     int keep = 1;                    // the number of top plans that must be exact
     bool exhaustive = false;         // simulate every plan that fits (no bound pruning)
+    double memory_headroom = 0.0;    // a plan fits in (1 - headroom) of the GPU's memory
 };
 
 SearchResult run_search(const Scenario& base, const SearchSpace& space, const NameResolvers& names,

@@ -39,6 +39,7 @@ void check_request(const SweepRequest& r) {
     if (r.threads && *r.threads < 1)
         throw InputError({"", 0, "--threads"}, fmt::format("expected an integer >= 1, got {}", *r.threads));
     if (r.top && *r.top < 1) throw InputError({"", 0, "--top"}, fmt::format("expected an integer >= 1, got {}", *r.top));
+    check_memory_headroom(r.memory_headroom);
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
 }
@@ -88,6 +89,7 @@ SweepShare run_share(const Scenario& base, const SweepResult& r, const SweepRequ
     SweepRunOptions options;
     options.threads = r.threads;
     options.fold = request.fold;
+    options.memory_headroom = request.memory_headroom;
     options.stop = &interrupt.flag();
     if (request.progress && !request.quiet && rank == 0)
         options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };

@@ -23,6 +23,7 @@ struct SweepRequest {
     bool quiet = false;                // no table, no progress
     bool progress = false;             // progress line on `err` (the caller knows if it is a terminal)
     bool fold = true;                  // false (--no-fold): simulate every rank of every point
+    double memory_headroom = 0.0;      // --memory-headroom: the fraction of GPU memory left free
 };
 
 // Throws InputError for bad input (before any point runs). Returns 0 when at least one point

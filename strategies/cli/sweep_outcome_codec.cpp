@@ -55,6 +55,27 @@ std::optional<Goodput> goodput_from_json(const json& j) {
     return g;
 }
 
+json stage_memory_to_json(const std::vector<StageMemory>& stages) {
+    json list = json::array();
+    for (const StageMemory& m : stages)
+        list.push_back({m.resident.weights_bytes, m.resident.gradients_bytes, m.resident.optimizer_state_bytes,
+                        m.resident.pipeline_buffers_bytes, m.activations_bytes, m.peak_bytes});
+    return list;
+}
+
+std::vector<StageMemory> stage_memory_from_json(const json& list) {
+    std::vector<StageMemory> stages;
+    for (const json& n : list) {
+        StageMemory m;
+        double* const parts[] = {&m.resident.weights_bytes,          &m.resident.gradients_bytes,
+                                 &m.resident.optimizer_state_bytes,  &m.resident.pipeline_buffers_bytes,
+                                 &m.activations_bytes,               &m.peak_bytes};
+        for (std::size_t k = 0; k < std::size(parts); ++k) *parts[k] = n.at(k).get<double>();
+        stages.push_back(m);
+    }
+    return stages;
+}
+
 // Every member of RunResult, so that a merged outcome is the one the rank computed.
 json result_to_json(const RunResult& r) {
     return {{"scenario", r.scenario},
@@ -64,7 +85,11 @@ json result_to_json(const RunResult& r) {
                           r.hardware_flops_per_iteration, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu,
                           r.peak_memory_bytes, r.memory_capacity_bytes, r.sim_wall_s})},
             {"fits", r.fits_in_memory},
+            {"headroom", r.memory_headroom},
+            {"stage_memory", stage_memory_to_json(r.stage_memory)},
             {"breakdown", breakdown_to_json(r.breakdown)},
+            {"bubble_split", json::array({r.bubble_split.schedule_s, r.bubble_split.stage_imbalance_s})},
+            {"stage_busy", r.stage_busy_s},
             {"critical_rank", r.critical_rank},
             {"events", r.sim_events},
             {"fingerprint", r.fingerprint},
@@ -87,7 +112,12 @@ RunResult result_from_json(const json& j) {
                                &r.memory_capacity_bytes, &r.sim_wall_s};
     for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = n.at(k).get<double>();
     r.fits_in_memory = j.at("fits").get<bool>();
+    r.memory_headroom = j.at("headroom").get<double>();
+    r.stage_memory = stage_memory_from_json(j.at("stage_memory"));
     r.breakdown = breakdown_from_json(j.at("breakdown"));
+    r.bubble_split.schedule_s = j.at("bubble_split").at(0).get<double>();
+    r.bubble_split.stage_imbalance_s = j.at("bubble_split").at(1).get<double>();
+    r.stage_busy_s = j.at("stage_busy").get<std::vector<double>>();
     r.critical_rank = j.at("critical_rank").get<std::uint32_t>();
     r.sim_events = j.at("events").get<std::uint64_t>();
     r.fingerprint = j.at("fingerprint").get<std::uint64_t>();

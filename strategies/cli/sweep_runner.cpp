@@ -24,8 +24,9 @@ std::string invalid_reason(const InputError& e) {
 }
 
 PointOutcome simulate(const Scenario& s, HardwareCache& cache, bool fold, int build_threads,
-                      const sim::Cancellation& cancel) {
+                      const sim::Cancellation& cancel, double memory_headroom) {
     RunOptions options;
+    options.memory_headroom = memory_headroom;
     options.cancel = cancel;
     options.hardware = cache.get(s.cluster);
     options.builtin_catalog = &cache.catalog();  // parsed once for the sweep, not once a point
@@ -53,12 +54,12 @@ std::string status_text(const PointOutcome& o) {
 
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
                        const NameResolvers& names, HardwareCache& hardware, bool fold, int build_threads,
-                       const sim::Cancellation& cancel) {
+                       const sim::Cancellation& cancel, double memory_headroom) {
     PointOutcome failed;
     try {
         const Scenario s = point_scenario(base, axes, point, names);
         check_complete(s);
-        return simulate(s, hardware, fold, build_threads, cancel);
+        return simulate(s, hardware, fold, build_threads, cancel, memory_headroom);
     } catch (const sim::Cancelled&) {
         return PointOutcome{};  // NotRun: abandoned, as the caller asked
     } catch (const InputError& e) {
@@ -118,12 +119,13 @@ std::vector<PointOutcome> run_points(const Scenario& base, const SweepAxes& axes
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const int build_threads = static_cast<int>(std::max<std::size_t>(1, cores / workers));
     const bool fold = options.fold;
-    auto worker = [run, &names, &hardware, fold, build_threads, cancel, stopped, total] {
+    const double headroom = options.memory_headroom;
+    auto worker = [run, &names, &hardware, fold, build_threads, cancel, stopped, total, headroom] {
         for (std::size_t k = run->next++; k < total; k = run->next++) {
             const std::size_t i = run->indices[k];
             if (!stopped()) {
                 PointOutcome o = run_point(run->base, run->axes, run->points[i], names, hardware, fold, build_threads,
-                                           cancel);
+                                           cancel, headroom);
                 if (o.status != PointStatus::NotRun) {
                     run->outcomes[i] = std::move(o);
                     run->finished[i].store(true, std::memory_order_release);

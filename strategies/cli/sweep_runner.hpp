@@ -37,9 +37,10 @@ std::string status_text(const PointOutcome& o);
 // when `fold`: the same results, faster; RunOptions::fold). Never throws.
 // `build_threads`: threads that build the point's program (RunOptions::build_threads).
 // `cancel`, once requested, abandons the point within milliseconds: its outcome is NotRun.
+// `memory_headroom`: the fraction of GPU memory a point must leave free to fit (RunOptions).
 PointOutcome run_point(const Scenario& base, const SweepAxes& axes, const SweepPoint& point,
                        const NameResolvers& names, HardwareCache& hardware, bool fold = true,
-                       int build_threads = 0, const sim::Cancellation& cancel = {});
+                       int build_threads = 0, const sim::Cancellation& cancel = {}, double memory_headroom = 0.0);
 
 // Called on the calling thread, at most every `interval_s` and once at the end.
 using ProgressCallback = std::function<void(std::size_t done, std::size_t total)>;
@@ -55,6 +56,7 @@ struct SweepRunOptions {
     // The indices to run, in this order (an MPI rank's share, possibly none); unset: every point.
     std::optional<std::vector<std::size_t>> only;
     bool fold = true;  // symmetry-folded simulation (RunOptions::fold); false: every rank simulated
+    double memory_headroom = 0.0;  // RunOptions::memory_headroom of every point
 };
 
 // Workers still finishing points that a stop abandoned (run_points): they read the names and

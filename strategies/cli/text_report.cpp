@@ -48,24 +48,41 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.tp_backward_overlap ? "on" : "off", m.transformer_engine ? "on" : "off");
 }
 
+// One row of the memory table: a stage's peak and its parts in GB.
+void write_stage_memory(std::ostream& out, const RunResult& r, std::size_t i, const char* note) {
+    const StageMemory& m = r.stage_memory[i];
+    const ResidentMemory& held = m.resident;
+    const double recomputed = i < r.stage_recompute_fraction.size() ? r.stage_recompute_fraction[i] : 0.0;
+    fmt::print(out, "          stage {:<5}{:>8.1f}{:>9.1f}{:>7.1f}{:>11.1f}{:>9.1f}{:>13.1f}{}{}\n", i, m.peak_bytes / kGB,
+               held.weights_bytes / kGB, held.gradients_bytes / kGB, held.optimizer_state_bytes / kGB,
+               held.pipeline_buffers_bytes / kGB, m.activations_bytes / kGB, note,
+               recomputed > 0.0 && recomputed < 1.0 ? fmt::format(", {:.0f} % of layers recomputed", 100.0 * recomputed)
+                                                    : std::string());
+}
+
 void write_memory(std::ostream& out, const RunResult& r) {
-    fmt::print(out, "memory    peak {:.1f} GB of {:.1f} GB per GPU ({:.0f} %): {}\n", r.peak_memory_bytes / kGB,
+    const double usable = r.memory_capacity_bytes * (1.0 - r.memory_headroom);
+    fmt::print(out, "memory    peak {:.1f} GB of {:.1f} GB per GPU ({:.0f} %){}: {}\n", r.peak_memory_bytes / kGB,
                r.memory_capacity_bytes / kGB, percent(r.peak_memory_bytes, r.memory_capacity_bytes),
+               r.memory_headroom > 0.0
+                   ? fmt::format(", {:.1f} GB usable with {:.0f} % headroom", usable / kGB, 100.0 * r.memory_headroom)
+                   : std::string(),
                r.fits_in_memory ? "fits" : "DOES NOT FIT");
-    const auto& stages = r.stage_peak_memory_bytes;
-    if (stages.size() <= 1) return;
+    const auto& stages = r.stage_memory;
+    if (stages.empty()) return;
+    fmt::print(out, "          GB per GPU     peak  weights  grads  optimizer  buffers  activations\n");
     if (stages.size() <= kStagesListed) {
-        for (std::size_t i = 0; i < stages.size(); ++i)
-            fmt::print(out, "            stage {:<3} {:.1f} GB{}\n", i, stages[i] / kGB,
-                       i < r.stage_recompute_fraction.size() && r.stage_recompute_fraction[i] > 0.0 &&
-                               r.stage_recompute_fraction[i] < 1.0
-                           ? fmt::format(", {:.0f} % of layers recomputed", 100.0 * r.stage_recompute_fraction[i])
-                           : std::string());
+        for (std::size_t i = 0; i < stages.size(); ++i) write_stage_memory(out, r, i, "");
         return;
     }
-    const auto [lo, hi] = std::minmax_element(stages.begin(), stages.end());
-    fmt::print(out, "            {} stages: from {:.1f} GB (stage {}) to {:.1f} GB (stage {})\n", stages.size(),
-               *lo / kGB, lo - stages.begin(), *hi / kGB, hi - stages.begin());
+    // Many stages: the one that decides fit, and the range of the others.
+    const std::size_t worst = peak_stage(stages);
+    write_stage_memory(out, r, worst, " (the peak)");
+    const auto [lo, hi] = std::minmax_element(r.stage_peak_memory_bytes.begin(), r.stage_peak_memory_bytes.end());
+    fmt::print(out, "          {} stages: from {:.1f} GB (stage {}) to {:.1f} GB (stage {}); every stage in the JSON "
+                    "result\n",
+               stages.size(), *lo / kGB, lo - r.stage_peak_memory_bytes.begin(), *hi / kGB,
+               hi - r.stage_peak_memory_bytes.begin());
 }
 
 void write_breakdown(std::ostream& out, const RunResult& r) {
@@ -83,6 +100,14 @@ void write_breakdown(std::ostream& out, const RunResult& r) {
         sum += seconds;
     }
     fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", "sum", sum, percent(sum, r.iteration_time_s));
+    // The bubble in its parts: what the schedule leaves idle with equal stages, and the waiting
+    // for a stage with more work (run.hpp, BubbleSplit).
+    if (b.bubble_s > 0.0)
+        fmt::print(out, "  bubble = {:.4f} s schedule fill and drain + {:.4f} s stage imbalance (the busiest stage "
+                        "computes {:.4f} s, this GPU {:.4f} s)\n",
+                   r.bubble_split.schedule_s, r.bubble_split.stage_imbalance_s,
+                   r.stage_busy_s.empty() ? 0.0 : *std::max_element(r.stage_busy_s.begin(), r.stage_busy_s.end()),
+                   b.compute_s + b.recompute_s);
 }
 
 void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
@@ -105,7 +130,35 @@ void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
                s.reliability.restart_overhead_s ? "" : " (the checkpoint's read; reliability.restart_overhead_s adds the rest)");
 }
 
+std::string set_options(const std::vector<std::string>& sets) {
+    std::string text;
+    for (const std::string& a : sets) text += (text.empty() ? "--set " : " --set ") + a;
+    return text;
+}
+
+constexpr const char* kKindsTried =
+    "sequence parallelism, more recomputation, a smaller micro-batch, a higher ZeRO stage, a deeper pipeline";
+
 }  // namespace
+
+void write_fitting_changes(std::ostream& out, const std::vector<FittingChange>& changes) {
+    if (changes.empty()) {
+        fmt::print(out, "\nto fit    no single change fits ({}, each tried alone)\n", kKindsTried);
+        return;
+    }
+    fmt::print(out, "\nto fit    each change alone fits; checked by simulating the changed plan, fastest first:\n");
+    for (const FittingChange& c : changes)
+        fmt::print(out, "            {:<50} peak {:.1f} GB, iteration {:.4f} s\n", set_options(c.sets),
+                   c.peak_memory_bytes / kGB, c.iteration_time_s);
+}
+
+std::string fitting_changes_summary(const std::vector<FittingChange>& changes) {
+    if (changes.empty()) return fmt::format("; no single change fits ({})", kKindsTried);
+    const FittingChange& c = changes.front();
+    return fmt::format("; fits with {} (peak {:.1f} GB, iteration {:.4f} s){}", set_options(c.sets),
+                       c.peak_memory_bytes / kGB, c.iteration_time_s,
+                       changes.size() > 1 ? fmt::format(", {} more changes in the report", changes.size() - 1) : "");
+}
 
 std::string human_duration(double seconds) {
     if (seconds >= 86400.0) return fmt::format("{:.1f} days", seconds / 86400.0);

@@ -189,3 +189,69 @@ TEST_CASE("run: input errors of every kind exit 2 naming where, never an interna
     CHECK(atp.code == 2);
     CHECK(contains(atp.err, "--set: 'parallel.atp_mesh': only parallel.tensor_mode: atp reads this key"));
 }
+
+TEST_CASE("run: an out-of-memory plan names the changes that fit, and each one run alone fits", "[cli][main]") {
+    const std::vector<std::string> oom{"--set", "parallel.recompute=none", "--set", "training.micro_batch=16"};
+    const auto o = run_cli(with(with({"run", kDefault, "--json", "-"}, oom), kSmall));
+    REQUIRE(o.code == 3);
+    const auto j = nlohmann::json::parse(o.out);
+    const auto& changes = j.at("memory").at("fitting_changes");
+    REQUIRE_FALSE(changes.empty());
+    CHECK(contains(o.err, "fits with --set"));
+    for (const auto& c : changes) {
+        std::vector<std::string> args = with(with({"run", kDefault, "--json", "-"}, oom), kSmall);
+        for (const auto& a : c.at("set")) args.insert(args.end(), {"--set", a.get<std::string>()});
+        INFO(c.dump());
+        const auto applied = run_cli(args);
+        CHECK(applied.code == 0);
+        const auto r = nlohmann::json::parse(applied.out);
+        CHECK(r.at("peak_memory_bytes") == c.at("peak_memory_bytes"));
+        CHECK(r.at("iteration_time_s") == c.at("iteration_time_s"));
+    }
+    // The report shows them as --set options, with the changed plan's peak and time.
+    const auto report = run_cli(with(with({"run", kDefault}, oom), kSmall));
+    CHECK(report.code == 3);
+    CHECK(contains(report.out, "to fit"));
+    CHECK(contains(report.out, "--set " + changes[0].at("set")[0].get<std::string>()));
+    // A plan that fits has no such list.
+    const auto fits = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
+    REQUIRE(fits.code == 0);
+    CHECK_FALSE(nlohmann::json::parse(fits.out).at("memory").contains("fitting_changes"));
+}
+
+TEST_CASE("run: the memory breakdown in the JSON sums exactly to each stage's peak", "[cli][main]") {
+    const auto o = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
+    REQUIRE(o.code == 0);
+    const auto j = nlohmann::json::parse(o.out);
+    const auto& stages = j.at("memory").at("stages");
+    REQUIRE(stages.size() == j.at("stage_peak_memory_bytes").size());
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        const auto& m = stages[s];
+        std::int64_t sum = 0;
+        for (const char* part : {"weights_bytes", "gradients_bytes", "optimizer_state_bytes", "pipeline_buffers_bytes",
+                                 "activations_bytes"})
+            sum += m.at(part).get<std::int64_t>();
+        CHECK(sum == m.at("peak_bytes").get<std::int64_t>());
+        CHECK(m.at("peak_bytes") == j.at("stage_peak_memory_bytes")[s]);
+    }
+    const auto worst = j.at("memory").at("peak_stage").get<std::size_t>();
+    CHECK(stages.at(worst).at("peak_bytes") == j.at("peak_memory_bytes"));
+    const auto report = run_cli(with({"run", kDefault}, kSmall));
+    CHECK(contains(report.out, "optimizer"));
+    CHECK(contains(report.out, "activations"));
+}
+
+TEST_CASE("--memory-headroom: a fraction in [0, 1) for sweep and search, else exit 2 naming it", "[cli][main]") {
+    for (const char* command : {"search", "sweep"})
+        for (const char* bad : {"1", "1.5", "-0.1", "nan", "abc"}) {
+            INFO(command << " --memory-headroom " << bad);
+            const auto o = run_cli({command, kDefault, "--memory-headroom", bad});
+            CHECK(o.code == 2);
+            CHECK(contains(o.err, "memory-headroom"));
+        }
+    for (const char* command : {"run", "whatif"}) {
+        const auto o = run_cli({command, kDefault, "--memory-headroom", "0.1"});
+        CHECK(o.code == 2);
+        CHECK(contains(o.err, "does not take --memory-headroom"));
+    }
+}

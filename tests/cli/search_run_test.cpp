@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "hardware_models/catalog.hpp"
@@ -46,21 +47,23 @@ struct Searched {
     SearchResult all;
 };
 
+// The tiny GPT's small space searched on 2 threads for the top 3, with `options` changed by `adjust`.
+SearchResult search_tiny(const std::function<void(SearchOptions&)>& adjust) {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    SearchOptions o;
+    o.threads = 2;
+    o.keep = 3;
+    adjust(o);
+    return run_search(base, small_space(base), names, cache, o);
+}
+
 // One branch-and-bound search and one exhaustive one, computed once for the test cases.
 const Searched& searched() {
-    static const Searched s = [] {
-        const auto names = builtin_name_resolvers();
-        const hw::Catalog catalog = hw::Catalog::load_builtin();
-        HardwareCache cache(catalog);
-        const Scenario base = tiny_gpt();
-        SearchOptions o;
-        o.threads = 2;
-        o.keep = 3;
-        Searched r{run_search(base, small_space(base), names, cache, o), {}};
-        o.exhaustive = true;
-        r.all = run_search(base, small_space(base), names, cache, o);
-        return r;
-    }();
+    static const Searched s{search_tiny([](SearchOptions&) {}),
+                            search_tiny([](SearchOptions& o) { o.exhaustive = true; })};
     return s;
 }
 
@@ -158,4 +161,23 @@ TEST_CASE("search candidates of a cluster past 2^31 GPUs are counted in 64 bits"
     // Only 65,536 x 65,536 leaves data 1, which 8 samples of micro-batch 1 divide.
     for (const auto& point : c.points) CHECK(point[0] == "65536");
     CHECK_FALSE(c.points.empty());
+}
+
+TEST_CASE("search with a memory headroom keeps only plans below (1 - headroom) of the GPU's memory",
+          "[search]") {
+    const Searched& s = searched();
+    REQUIRE(best_plan(s.bnb));
+    const RunResult& best = *s.bnb.plans.outcomes[*best_plan(s.bnb)].result;
+    // A headroom that leaves the best plan just too little memory: it must drop out, and every
+    // plan that ranks must leave the headroom free.
+    const double headroom = 1.0 - 0.999 * best.peak_memory_bytes / best.memory_capacity_bytes;
+    const SearchResult r = search_tiny([&](SearchOptions& o) { o.memory_headroom = headroom; });
+    CHECK(r.counts.pruned_memory > s.bnb.counts.pruned_memory);
+    REQUIRE(best_plan(r));
+    CHECK(plan_text(r.plans, *best_plan(r)) != plan_text(s.bnb.plans, *best_plan(s.bnb)));
+    for (std::size_t i = 0; i < r.plans.points.size(); ++i) {
+        const auto& outcome = r.plans.outcomes[i];
+        if (outcome.status != PointStatus::Ok) continue;
+        CHECK(outcome.result->peak_memory_bytes <= (1.0 - headroom) * outcome.result->memory_capacity_bytes);
+    }
 }

@@ -227,3 +227,35 @@ TEST_CASE("a sweep whose points run but none fits writes its rows and exits 3", 
     CHECK(rows[0].at("status") == "oom");
     CHECK_FALSE(rows[0].at("pareto").get<bool>());
 }
+
+TEST_CASE("sweep --memory-headroom: a point fits only below (1 - headroom) of the GPU's memory", "[cli][sweep]") {
+    const json plain = sweep_rows({"--threads", "2"});
+    // 0 is today's behaviour: the same rows, without a headroom field.
+    const json zero = sweep_rows({"--threads", "2", "--memory-headroom", "0"});
+    REQUIRE(zero.size() == plain.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        json a = plain[i], b = zero[i];
+        for (json* row : {&a, &b})
+            if (row->contains("sim")) (*row)["sim"].erase("wall_s");  // the only figure that is timed
+        CHECK(a == b);
+    }
+    // The largest peak that fits today, made just too large by the headroom.
+    double largest = 0.0, capacity = 0.0;
+    for (const auto& row : plain)
+        if (row.at("status") == "ok") {
+            largest = std::max(largest, row.at("peak_memory_bytes").get<double>());
+            capacity = row.at("memory_capacity_bytes").get<double>();
+        }
+    REQUIRE(largest > 0.0);
+    const double headroom = 1.0 - 0.999 * largest / capacity;
+    const json tight = sweep_rows({"--threads", "2", "--memory-headroom", std::to_string(headroom)});
+    std::size_t ok_plain = 0, ok_tight = 0;
+    for (const auto& row : plain) ok_plain += row.at("status") == "ok";
+    for (const auto& row : tight) {
+        if (row.at("status") != "ok") continue;
+        ++ok_tight;
+        CHECK(row.at("peak_memory_bytes").get<double>() <= (1.0 - headroom) * capacity);
+        CHECK(row.at("memory").at("headroom").get<double>() == Approx(headroom));
+    }
+    CHECK(ok_tight < ok_plain);
+}

@@ -1,0 +1,129 @@
+#include "strategies/cli/fitting_changes.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "hardware_models/errors.hpp"
+#include "strategies/cli/overrides.hpp"
+#include "strategies/memory_check.hpp"
+#include "strategies/run.hpp"
+#include "strategies/run_figures.hpp"
+
+namespace cuboid::cli {
+namespace {
+
+using Sets = std::vector<std::string>;
+
+// Each kind's alternatives, least change first: the first one that fits is the suggestion.
+std::vector<Sets> recompute_steps(Recompute current) {
+    // Activations kept, most to fewest: none > selective > stage-aware (only the layers memory
+    // needs) > full. Stage-aware after a stage-aware plan that did not fit is full on every stage.
+    const std::vector<Recompute> order{Recompute::None, Recompute::Selective, Recompute::StageAware,
+                                       Recompute::Full};
+    std::vector<Sets> steps;
+    const auto at = std::find(order.begin(), order.end(), current);
+    for (auto r = at == order.end() ? order.end() : at + 1; r != order.end(); ++r)
+        if (!(current == Recompute::StageAware && *r == Recompute::Full))
+            steps.push_back({"parallel.recompute=" + to_string(*r)});
+    return steps;
+}
+
+std::vector<Sets> micro_batch_steps(const Scenario& s) {
+    std::vector<Sets> steps;
+    for (int b = s.training.micro_batch - 1; b >= 1; --b) steps.push_back({fmt::format("training.micro_batch={}", b)});
+    return steps;
+}
+
+std::vector<Sets> zero_steps(const Scenario& s) {
+    std::vector<Sets> steps;
+    // Up to the largest stage the key accepts; the plan validation rejects what is not modelled.
+    constexpr int kLargestZeroStage = 3;
+    for (int z = s.parallel.zero_stage + 1; z <= kLargestZeroStage; ++z)
+        steps.push_back({fmt::format("parallel.zero_stage={}", z)});
+    return steps;
+}
+
+// Larger pipeline degrees over the same GPUs: data parallelism gives way (set explicitly only
+// when the scenario sets it; otherwise it follows from the GPU count).
+std::vector<Sets> pipeline_steps(const Scenario& s) {
+    std::vector<Sets> steps;
+    const std::int64_t gpus = s.cluster.gpus();
+    const int t = std::max(s.parallel.tensor, 1);
+    for (int p = s.parallel.pipeline + 1; p <= s.model.layers; ++p) {
+        const std::int64_t replica = std::int64_t{t} * p;
+        if (gpus % replica != 0) continue;
+        Sets sets{fmt::format("parallel.pipeline={}", p)};
+        if (s.parallel.data > 0) sets.push_back(fmt::format("parallel.data={}", gpus / replica));
+        steps.push_back(std::move(sets));
+    }
+    return steps;
+}
+
+std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
+    switch (kind) {
+        case ChangeKind::SequenceParallel:
+            if (s.parallel.tensor > 1 && !s.parallel.sequence_parallel) return {{"parallel.sequence_parallel=true"}};
+            return {};
+        case ChangeKind::Recompute: return recompute_steps(s.parallel.recompute);
+        case ChangeKind::MicroBatch: return micro_batch_steps(s);
+        case ChangeKind::ZeroStage: return zero_steps(s);
+        case ChangeKind::Pipeline: return pipeline_steps(s);
+    }
+    return {};
+}
+
+// The changed plan's run when it fits: validated, its memory walked, then simulated. Nothing
+// when it is invalid or does not fit.
+std::optional<RunResult> run_if_fits(const Scenario& s, const Sets& sets, const FitContext& c) {
+    try {
+        Scenario changed = s;
+        apply_overrides(changed, sets, *c.names);
+        const Layout layout = validate_plan(changed, *c.builtin);
+        const Bytes usable = usable_memory(c.hardware->gpu(), c.memory_headroom);
+        if (!check_memory(changed, layout, usable).fits) return std::nullopt;
+        RunOptions options;
+        options.hardware = c.hardware;
+        options.builtin_catalog = c.builtin;
+        options.fold = true;  // the same results, fewer events
+        options.memory_headroom = c.memory_headroom;
+        RunResult r = run_scenario(changed, options);
+        if (!r.fits_in_memory) return std::nullopt;
+        return r;
+    } catch (const InputError&) {
+        return std::nullopt;  // a change the plan validation (or the key's own check) rejects
+    }
+}
+
+}  // namespace
+
+std::string change_kind_name(ChangeKind k) {
+    switch (k) {
+        case ChangeKind::SequenceParallel: return "sequence_parallel";
+        case ChangeKind::Recompute: return "recompute";
+        case ChangeKind::MicroBatch: return "micro_batch";
+        case ChangeKind::ZeroStage: return "zero_stage";
+        case ChangeKind::Pipeline: return "pipeline";
+    }
+    return "unknown";
+}
+
+std::vector<FittingChange> fitting_changes(const Scenario& s, const FitContext& context) {
+    std::vector<FittingChange> out;
+    for (const ChangeKind kind : {ChangeKind::SequenceParallel, ChangeKind::Recompute, ChangeKind::MicroBatch,
+                                  ChangeKind::ZeroStage, ChangeKind::Pipeline}) {
+        for (const Sets& sets : steps_of(kind, s)) {
+            const std::optional<RunResult> r = run_if_fits(s, sets, context);
+            if (!r) continue;
+            out.push_back({kind, sets, r->peak_memory_bytes, r->iteration_time_s});
+            break;
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const FittingChange& a, const FittingChange& b) {
+        return a.iteration_time_s < b.iteration_time_s;
+    });
+    return out;
+}
+
+}  // namespace cuboid::cli

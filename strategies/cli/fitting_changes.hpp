@@ -1,0 +1,50 @@
+// For a plan that does not fit in GPU memory: the smallest single changes with which it would,
+// each found by running the changed plan, never estimated. Per kind of change, the least of it
+// that fits:
+//   sequence parallelism  on (with tensor parallelism, when off): LayerNorm and dropout
+//                         activations split over the tensor group;
+//   recomputation         the first of selective, stage-aware, full beyond the plan's own;
+//   micro-batch           the largest smaller one;
+//   ZeRO stage            the first higher one the plan validation accepts;
+//   pipeline degree       the first larger one with the same GPUs (data parallelism shrinks).
+// A change is kept only when the plan validation accepts the changed plan, its program's memory
+// walk (check_memory) fits, and its simulation (run_scenario) confirms the fit; it is shown
+// with the simulated iteration time, fastest first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/hardware.hpp"
+#include "strategies/cli/scenario_keys.hpp"
+#include "strategies/scenario.hpp"
+
+namespace cuboid::cli {
+
+enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipeline };
+
+// "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline"
+std::string change_kind_name(ChangeKind k);
+
+struct FittingChange {
+    ChangeKind kind = ChangeKind::Recompute;
+    std::vector<std::string> sets;  // KEY=VALUE, as `--set` takes them
+    double peak_memory_bytes = 0.0; // the changed plan's simulated peak
+    double iteration_time_s = 0.0;  // the changed plan's simulated iteration
+};
+
+struct FitContext {
+    const NameResolvers* names = nullptr;
+    const hw::Catalog* builtin = nullptr;
+    std::shared_ptr<const hw::Hardware> hardware;  // the scenario's cluster
+    double memory_headroom = 0.0;                  // as the run that did not fit
+};
+
+// The changes, fastest first (ties: the order of ChangeKind). `s`: the scenario as it ran (with
+// its --set overrides applied and its work limits). A changed plan that the key checks, the plan
+// validation or the work limits reject (InputError) is skipped.
+std::vector<FittingChange> fitting_changes(const Scenario& s, const FitContext& context);
+
+}  // namespace cuboid::cli

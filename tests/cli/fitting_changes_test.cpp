@@ -1,0 +1,175 @@
+// The changes an out-of-memory plan is offered: for each kind, a plan that fits only with that
+// change is offered exactly it, and applying it really fits; a change that does not fit is never
+// offered. The memory a plan may use is set per case through the headroom, between the changed
+// plan's peak and the original's, so that the verdicts do not hang on one GPU's capacity.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/hardware.hpp"
+#include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/fitting_changes.hpp"
+#include "strategies/cli/overrides.hpp"
+#include "strategies/cli/scenario_loader.hpp"
+#include "strategies/run.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cli;
+
+namespace {
+
+using Sets = std::vector<std::string>;
+
+struct Context {
+    std::shared_ptr<const hw::Catalog> catalog = parse_builtin_catalog();
+    NameResolvers names = builtin_name_resolvers(catalog);
+};
+
+const Context& context() {
+    static const Context c;
+    return c;
+}
+
+// A GPT of `layers` layers (hidden 1024, 16 heads, 1024 tokens, unfused attention, so that
+// selective recomputation has the s x s tensors to drop) on one node of 40 GB A100s, with the
+// plan given as YAML lines of `parallel:` and `training:`.
+Scenario plan(int gpus, int layers, const std::string& parallel, const std::string& training,
+              const std::string& shape = "hidden: 1024, heads: 16, seq_len: 1024") {
+    const std::string text = "name: fit\n"
+                             "model: {layers: " + std::to_string(layers) + ", " + shape +
+                             ", vocab: 32000, attention: unfused}\n"
+                             "cluster: {gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: " + std::to_string(gpus) + "}\n"
+                             "parallel: {" + parallel + "}\n"
+                             "training: {" + training + "}\n";
+    return load_scenario_text(text, "fit.yaml", "", context().names);
+}
+
+std::shared_ptr<const hw::Hardware> hardware_of(const Scenario& s) {
+    return hw::Hardware::build(s.cluster, *context().catalog);
+}
+
+RunResult run_with(const Scenario& s, const Sets& sets, double headroom) {
+    Scenario changed = s;
+    apply_overrides(changed, sets, context().names);
+    RunOptions o;
+    o.hardware = hardware_of(s);
+    o.memory_headroom = headroom;
+    return run_scenario(changed, o);
+}
+
+double peak_with(const Scenario& s, const Sets& sets) { return run_with(s, sets, 0.0).peak_memory_bytes; }
+
+// The headroom with which a plan may use `usable` bytes of the scenario's GPU.
+double headroom_for(const Scenario& s, double usable) {
+    return 1.0 - usable / hardware_of(s).get()->gpu().memory_capacity.value;
+}
+
+std::vector<FittingChange> offered(const Scenario& s, double headroom) {
+    FitContext c;
+    c.names = &context().names;
+    c.builtin = context().catalog.get();
+    c.hardware = hardware_of(s);
+    c.memory_headroom = headroom;
+    return fitting_changes(s, c);
+}
+
+// The plan does not fit between `fitting` (the changed plan's peak) and the original's peak;
+// exactly `expected` is offered, and applying it fits.
+void check_only_change(const Scenario& s, ChangeKind kind, const Sets& expected) {
+    const double original = peak_with(s, {});
+    const double changed = peak_with(s, expected);
+    REQUIRE(changed < original);
+    const double headroom = headroom_for(s, (original + changed) / 2.0);
+    REQUIRE_FALSE(run_with(s, {}, headroom).fits_in_memory);
+    const auto changes = offered(s, headroom);
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].kind == kind);
+    CHECK(changes[0].sets == expected);
+    CHECK(changes[0].peak_memory_bytes == changed);
+    const RunResult applied = run_with(s, changes[0].sets, headroom);
+    CHECK(applied.fits_in_memory);
+    CHECK(changes[0].iteration_time_s == applied.iteration_time_s);
+}
+
+}  // namespace
+
+TEST_CASE("fitting changes: sequence parallelism, when it alone fits", "[fit]") {
+    // Tensor 2 on 2 GPUs: no larger pipeline, micro-batch 1, ZeRO 2, full recomputation already.
+    const Scenario s = plan(2, 2, "tensor: 2, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 1");
+    check_only_change(s, ChangeKind::SequenceParallel, {"parallel.sequence_parallel=true"});
+}
+
+TEST_CASE("fitting changes: the least recomputation that fits (selective before full)", "[fit]") {
+    const Scenario s = plan(1, 2, "tensor: 1, pipeline: 1, recompute: none, zero_stage: 2", "global_batch: 1");
+    // Between selective's peak and no recomputation's: selective is offered, not stage-aware or full.
+    check_only_change(s, ChangeKind::Recompute, {"parallel.recompute=selective"});
+    // Below selective's peak but above full's: stage-aware (the fewest layers recomputed) fits.
+    const double selective = peak_with(s, {"parallel.recompute=selective"});
+    const double full = peak_with(s, {"parallel.recompute=full"});
+    REQUIRE(full < selective);
+    const double headroom = headroom_for(s, (full + selective) / 2.0);
+    const auto changes = offered(s, headroom);
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].sets == Sets{"parallel.recompute=stage-aware"});
+    CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+}
+
+TEST_CASE("fitting changes: the largest smaller micro-batch that fits and is valid", "[fit]") {
+    // Micro-batch 4 of a batch of 4: 3 does not divide it, 2 fits, 1 is a larger change.
+    const Scenario s = plan(1, 2, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2",
+                            "global_batch: 4, micro_batch: 4");
+    check_only_change(s, ChangeKind::MicroBatch, {"training.micro_batch=2"});
+}
+
+TEST_CASE("fitting changes: the first higher ZeRO stage that fits", "[fit]") {
+    // One layer: no deeper pipeline; data parallelism 2 for ZeRO to shard over.
+    const Scenario s = plan(2, 1, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 0", "global_batch: 2");
+    check_only_change(s, ChangeKind::ZeroStage, {"parallel.zero_stage=1"});
+}
+
+TEST_CASE("fitting changes: a deeper pipeline over the same GPUs", "[fit]") {
+    // Eight wide layers and short sequences, ZeRO 2 over data 4: the state a pipeline of 2 splits
+    // (P/2 x (2 + 4/2 + 12/2) bytes against P x (2 + 4/4 + 12/4)) outweighs the activations of
+    // the micro-batch more it keeps in flight.
+    const std::string wide = "hidden: 4096, heads: 32, seq_len: 128";
+    const Scenario s =
+        plan(4, 8, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 4", wide);
+    check_only_change(s, ChangeKind::Pipeline, {"parallel.pipeline=2"});
+    // With the data-parallel degree given, it gives way in the same change.
+    const Scenario given = plan(4, 8, "tensor: 1, pipeline: 1, data: 4, recompute: full, zero_stage: 2",
+                                "global_batch: 4", wide);
+    check_only_change(given, ChangeKind::Pipeline, {"parallel.pipeline=2", "parallel.data=2"});
+}
+
+TEST_CASE("fitting changes: a change that does not fit is never offered", "[fit]") {
+    // Every kind has steps: tensor 2 without sequence parallelism, no recomputation, micro-batch
+    // 4, ZeRO 0 over data 2, pipeline 1 of 2 layers.
+    const Scenario s = plan(4, 2, "tensor: 2, pipeline: 1, recompute: none, zero_stage: 0",
+                            "global_batch: 8, micro_batch: 4");
+    const double original = peak_with(s, {});
+    // Usable memory at 60 % and 90 % of the plan's peak: whatever is offered fits when applied,
+    // each offer carries the changed plan's own peak, and the tighter budget offers no more.
+    std::size_t offered_at_90 = 0;
+    for (const double fraction : {0.9, 0.6}) {
+        INFO("usable = " << fraction << " x the plan's peak");
+        const double usable = fraction * original;
+        const double headroom = headroom_for(s, usable);
+        const auto changes = offered(s, headroom);
+        for (const FittingChange& c : changes) {
+            INFO(change_kind_name(c.kind));
+            CHECK(c.peak_memory_bytes <= usable);
+            const RunResult applied = run_with(s, c.sets, headroom);
+            CHECK(applied.fits_in_memory);
+            CHECK(applied.peak_memory_bytes == c.peak_memory_bytes);
+        }
+        for (std::size_t i = 1; i < changes.size(); ++i)
+            CHECK(changes[i - 1].iteration_time_s <= changes[i].iteration_time_s);  // fastest first
+        if (fraction == 0.9) offered_at_90 = changes.size();
+        else CHECK(changes.size() <= offered_at_90);
+        if (fraction == 0.9) CHECK_FALSE(changes.empty());
+    }
+    // Nothing fits in 1 % of the GPU: nothing is offered.
+    CHECK(offered(s, 0.99).empty());
+}
