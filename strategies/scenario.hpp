@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hardware_models/cluster_spec.hpp"
@@ -22,8 +23,19 @@ namespace cuboid {
 // dropout kernels between them.
 enum class AttentionKernel : std::uint8_t { Unfused, Fused };
 
+// What model.hf_config read from a Hugging Face config.json (strategies/cli/hf_config.hpp), so
+// that the report and the JSON can show where the model's shape came from.
+struct ModelImport {
+    std::string path;          // the config file, as resolved
+    std::string model_type;    // the config's "model_type" ("llama", "gpt2", ...)
+    std::string architecture;  // its first "architectures" entry, when given
+    std::vector<std::pair<std::string, std::string>> fields_read;  // config field -> scenario key
+    std::vector<std::string> notes;  // fields read whose effect cuboid only approximates
+};
+
 struct ModelSpec {
     std::string preset;     // empty: none
+    std::optional<ModelImport> imported;  // set by model.hf_config; a preset or another import replaces it
     int layers = 0;
     int hidden = 0;
     int heads = 0;

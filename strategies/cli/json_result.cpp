@@ -39,6 +39,18 @@ nlohmann::ordered_json cluster_json(const hw::ClusterSpec& c) {
     return j;
 }
 
+// model.hf_config: the file, its family, which config fields gave which model keys, and what is
+// only approximated.
+nlohmann::ordered_json model_import_json(const ModelImport& m) {
+    nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+    for (const auto& [field, key] : m.fields_read) fields[field] = key;
+    return {{"path", m.path},
+            {"model_type", m.model_type},
+            {"architecture", m.architecture},
+            {"fields_read", fields},
+            {"notes", m.notes}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json memory_json(const RunResult& r) {
@@ -138,6 +150,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
         {"cluster", cluster_json(s.cluster)},
         {"model_preset", s.model.preset},
     };
+    if (s.model.imported) j["model_import"] = model_import_json(*s.model.imported);
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const double b : r.stage_peak_memory_bytes) stages.push_back(whole_bytes(b));
     j["stage_peak_memory_bytes"] = stages;

@@ -55,7 +55,7 @@ std::vector<std::string> apply_overrides(Scenario& s, std::span<const std::strin
                                          const NameResolvers& names) {
     std::vector<Override> parsed;
     for (const auto& a : assignments) parsed.push_back(parse_override(a));
-    std::stable_partition(parsed.begin(), parsed.end(), [](const Override& o) { return o.key == "model.preset"; });
+    std::stable_partition(parsed.begin(), parsed.end(), [](const Override& o) { return replaces_model(o.key); });
     std::vector<std::string> keys;
     for (const auto& o : parsed) {
         apply_override(s, o, names);

@@ -10,6 +10,7 @@
 #include "hardware_models/physical_limits.hpp"
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/error_location.hpp"
+#include "strategies/cli/hf_config.hpp"
 #include "strategies/cli/value_parse.hpp"
 #include "strategies/framework.hpp"
 #include "strategies/names.hpp"
@@ -74,15 +75,29 @@ void set_gpu(Scenario& s, V v, W w, C c) {
     }
 }
 
-void set_profile(Scenario& s, V v, W w, C c) {
+// A file named by the scenario: a relative path is taken from the scenario file's folder.
+std::string existing_file(V v, W w, C c, std::string_view what) {
     std::filesystem::path p{std::string(v)};
     if (p.is_relative() && !c.base_dir.empty()) p = c.base_dir / p;
     p = p.lexically_normal();
     std::error_code ec;
     if (!std::filesystem::is_regular_file(p, ec))
-        throw InputError(w, fmt::format("cannot read the profile '{}' (looked for '{}'; a relative path is "
-                                        "taken from the scenario file's folder)", v, p.string()));
-    s.cluster.profile = p.string();
+        throw InputError(w, fmt::format("cannot read the {} '{}' (looked for '{}'; a relative path is "
+                                        "taken from the scenario file's folder)", what, v, p.string()));
+    return p.string();
+}
+
+void set_profile(Scenario& s, V v, W w, C c) { s.cluster.profile = existing_file(v, w, c, "profile"); }
+
+// Like a preset, the import replaces the whole model, the stack settings it holds included.
+void set_hf_config(Scenario& s, V v, W w, C c) {
+    const std::string path = existing_file(v, w, c, "Hugging Face config");
+    try {
+        s.model = import_hf_config_file(path);
+    } catch (const InputError& e) {
+        throw InputError(w, e.what());  // the config's own location (file, field) stays in the text
+    }
+    apply_framework(s);
 }
 
 void set_partition(Scenario& s, V v, W w, C) {
@@ -129,6 +144,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W, C) { s.name = std::string(v); }},
     {"model.preset", "name", "", "none", "`cuboid list models`",
      "a known model; applied first, the other model keys override it", set_model_preset},
+    {"model.hf_config", "path", "", "none", "a Hugging Face config.json (model_type: llama, mistral, mixtral, qwen2, "
+     "qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt2, gpt_neox)",
+     "the model's shape read from a transformers config; applied first like model.preset (give one of the two), "
+     "the other model keys override it; relative to the scenario's folder", set_hf_config},
     {"model.layers", "integer", "", "from the preset", ">= 1", "transformer layers",
      [](Scenario& s, V v, W w, C) { s.model.layers = int_at_least(v, w, 1); }},
     {"model.hidden", "integer", "", "from the preset", ">= 1", "hidden size h",
@@ -295,6 +314,8 @@ std::vector<std::string> allowed_children(std::string_view section) {
     }
     return out;
 }
+
+bool replaces_model(std::string_view dotted) { return dotted == "model.preset" || dotted == "model.hf_config"; }
 
 std::vector<std::string> settable_keys() {
     std::vector<std::string> out;

@@ -47,6 +47,9 @@ const KeyDef* find_key(std::string_view dotted);
 bool is_section(std::string_view dotted);
 // The keys directly under `section` ("" for the top level), in table order.
 std::vector<std::string> allowed_children(std::string_view section);
+// model.preset and model.hf_config: each gives the whole model, so it is applied before the other
+// model keys (which then override it) whatever their order in a file or on the command line.
+bool replaces_model(std::string_view dotted);
 // All leaf keys that hold a single value (what --set and sweep accept).
 std::vector<std::string> settable_keys();
 

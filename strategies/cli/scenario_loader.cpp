@@ -29,10 +29,15 @@ public:
     Walker(Scenario& s, SetContext ctx) : s_(s), ctx_(std::move(ctx)) {}
 
     void walk_map(const YAML::Node& map, const std::string& prefix) {
-        // model.preset first, so the explicit model keys written beside it override it.
-        for (const bool presets : {true, false})
+        // model.preset or model.hf_config first, so the explicit model keys written beside it
+        // override it.
+        const auto dotted = [&](const YAML::Node& key) {
+            const std::string name = key_text(key, prefix);
+            return prefix.empty() ? name : prefix + "." + name;
+        };
+        for (const bool whole_model : {true, false})
             for (auto it = map.begin(); it != map.end(); ++it)
-                if ((key_text(it->first, prefix) == "preset") == presets) walk_entry(it->first, it->second, prefix);
+                if (replaces_model(dotted(it->first)) == whole_model) walk_entry(it->first, it->second, prefix);
     }
 
 private:
@@ -134,6 +139,9 @@ Scenario load_scenario_text(const std::string& text, const std::string& file, co
         throw InputError({file, root.IsNull() ? 0 : root.Mark().line + 1, ""},
                          fmt::format("expected a map with keys {}, got {}", join(allowed_children("")), kind_of(root)));
     Walker(s, SetContext{names, base_dir}).walk_map(root, "");
+    if (s.key_lines.contains("model.preset") && s.key_lines.contains("model.hf_config"))
+        throw InputError(locate(s, "model.hf_config"),
+                         "model.preset and model.hf_config each give the whole model; keep one of the two");
     if (s.name.empty()) s.name = std::filesystem::path(file).stem().string();
     return s;
 }
@@ -158,7 +166,8 @@ void check_complete(const Scenario& s) {
                                                       {"model.vocab", s.model.vocab}};
     for (const auto& [key, value] : model_dims)
         if (value <= 0)
-            throw InputError(locate(s, key), "missing: give this key or a model.preset (`cuboid list models`)");
+            throw InputError(locate(s, key),
+                             "missing: give this key, a model.preset (`cuboid list models`) or a model.hf_config");
     if (s.training.global_batch <= 0)
         throw InputError(locate(s, "training.global_batch"), "missing: sequences per iteration, an integer >= 1");
 }

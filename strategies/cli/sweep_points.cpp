@@ -54,12 +54,12 @@ Scenario point_scenario(const Scenario& base, const SweepAxes& axes, const Sweep
     Scenario s = base;
     s.sweep.clear();
     const SetContext ctx{names, std::filesystem::path(base.source_file).parent_path()};
-    // A model.preset axis replaces the whole model, so it goes first and the other model axes
-    // still apply on top of it (the order --set uses).
+    // A model.preset or model.hf_config axis replaces the whole model, so it goes first and the
+    // other model axes still apply on top of it (the order --set uses).
     for (const bool presets : {true, false})
         for (std::size_t a = 0; a < axes.size(); ++a) {
             const std::string& key = axes[a].first;
-            if ((key == "model.preset") != presets) continue;
+            if (replaces_model(key) != presets) continue;
             const KeyDef* def = find_key(key);
             if (!def || !def->set) throw InputError(locate(base, "sweep." + key), "cannot be swept");
             def->set(s, point[a], locate(base, "sweep." + key), ctx);

@@ -11,6 +11,7 @@
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/json_result.hpp"
+#include "strategies/cli/suggest.hpp"
 #include "strategies/names.hpp"
 
 namespace cuboid::cli {
@@ -21,14 +22,32 @@ constexpr int kStagesListed = 8;
 
 double percent(double part, double whole) { return whole > 0.0 ? 100.0 * part / whole : 0.0; }
 
+// "llama3-8b: " for a preset, "config.json (llama, LlamaForCausalLM): " for an import.
+std::string model_origin(const ModelSpec& m) {
+    if (m.imported)
+        return fmt::format("{} ({}{}): ", m.imported->path, m.imported->model_type,
+                           m.imported->architecture.empty() ? "" : ", " + m.imported->architecture);
+    return m.preset.empty() ? "" : m.preset + ": ";
+}
+
+// What model.hf_config read, and what cuboid only approximates of it.
+void write_import(std::ostream& out, const ModelSpec& m) {
+    if (!m.imported) return;
+    std::vector<std::string> read;
+    for (const auto& [field, key] : m.imported->fields_read) read.push_back(field + " -> " + key);
+    fmt::print(out, "imported  {} (model keys in the scenario override these)\n", join(read));
+    for (const auto& note : m.imported->notes) fmt::print(out, "note      {}\n", note);
+}
+
 void write_setup(std::ostream& out, const Scenario& s) {
     const ModelSpec& m = s.model;
     const hw::ClusterSpec& c = s.cluster;
     const ParallelPlan& p = s.parallel;
     fmt::print(out, "scenario  {}{}\n", s.name, s.source_file.empty() ? "" : " (" + s.source_file + ")");
     fmt::print(out, "model     {}{} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}\n",
-               m.preset.empty() ? "" : m.preset + ": ", m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
+               model_origin(m), m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
                m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
+    write_import(out, m);
     fmt::print(out, "cluster   {} nodes x {} {} = {} GPUs; {} in a node; {} x {} Gbit/s {} per node, {}, "
                     "oversubscription {}\n",
                c.nodes, c.gpus_per_node, c.gpu, c.gpus(), hw::to_string(c.intra_node),
