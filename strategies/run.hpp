@@ -45,7 +45,10 @@ struct RunResult {
     double hardware_flops_per_iteration = 0.0;
     double model_tflops_per_gpu = 0.0;
     double hardware_tflops_per_gpu = 0.0;
-    double mfu = 0.0;
+    double mfu = 0.0;       // over the GPU's dense peak at the scenario's precision
+    // Over the GPU's dense BF16 peak whatever the precision: one yardstick across precisions (an
+    // FP8 plan's mfu is against a peak twice BF16's, so it reads lower than the same speed in BF16).
+    double mfu_bf16 = 0.0;
     double peak_memory_bytes = 0.0;
     double memory_capacity_bytes = 0.0;
     // The fraction of the capacity a plan must leave free to fit (RunOptions::memory_headroom).

@@ -56,6 +56,8 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     r.hardware_tflops_per_gpu = r.hardware_flops_per_iteration * per_gpu_s / 1e12;
     const double peak = gpu.peak(sc.training.precision).value;
     r.mfu = peak > 0.0 ? r.model_flops_per_iteration * per_gpu_s / peak : 0.0;
+    const double bf16_peak = gpu.peak(sim::Precision::Bf16).value;
+    r.mfu_bf16 = bf16_peak > 0.0 ? r.model_flops_per_iteration * per_gpu_s / bf16_peak : 0.0;
     if (!sc.training.tokens || r.tokens_per_s <= 0.0) return;
     const double seconds = *sc.training.tokens / r.tokens_per_s;
     r.time_to_train_s = seconds;

@@ -162,6 +162,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     j["stage_recompute_fraction"] = r.stage_recompute_fraction;
     j["chunk_layers"] = r.chunk_layers;
     j["tensor_mesh"] = r.tensor_mesh;
+    j["mfu_bf16"] = r.mfu_bf16;
     if (r.time_to_train_s) j["time_to_train_s"] = *r.time_to_train_s;
     if (r.cost_usd) j["cost_usd"] = *r.cost_usd;
     if (r.energy_kwh) j["energy_kwh"] = *r.energy_kwh;

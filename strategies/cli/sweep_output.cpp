@@ -19,7 +19,7 @@ const char* const kRunColumns[] = {
     "breakdown_s.recompute", "breakdown_s.tp_comm_exposed", "breakdown_s.pp_comm_exposed",
     "breakdown_s.dp_comm_exposed", "breakdown_s.bubble", "sim.events", "sim.wall_s", "critical_rank",
     "fingerprint", "plan.tensor", "plan.pipeline", "plan.data", "plan.virtual_stages", "plan.schedule",
-    "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh"};
+    "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
 
 std::string csv_field(const std::string& text) {
     if (text.find_first_of(",\"\n\r") == std::string::npos) return text;

@@ -79,6 +79,17 @@ void write_stage_memory(std::ostream& out, const RunResult& r, std::size_t i, co
                                                     : std::string());
 }
 
+// Beside the precision's own peak, the dense BF16 one, so that plans of different precisions
+// compare on one yardstick.
+void write_mfu(std::ostream& out, const Scenario& s, const RunResult& r) {
+    if (s.training.precision == sim::Precision::Bf16) {
+        fmt::print(out, "MFU       {:.1f} % of the dense bf16 peak\n", 100.0 * r.mfu);
+        return;
+    }
+    fmt::print(out, "MFU       {:.1f} % of the dense {} peak, {:.1f} % of the dense bf16 peak\n", 100.0 * r.mfu,
+               precision_name(s.training.precision), 100.0 * r.mfu_bf16);
+}
+
 void write_memory(std::ostream& out, const RunResult& r) {
     const double usable = r.memory_capacity_bytes * (1.0 - r.memory_headroom);
     fmt::print(out, "memory    peak {:.1f} GB of {:.1f} GB per GPU ({:.0f} %){}: {}\n", r.peak_memory_bytes / kGB,
@@ -192,7 +203,7 @@ void write_report(std::ostream& out, const Scenario& s, const RunResult& r) {
     fmt::print(out, "tokens/s  {:.4g}\n", r.tokens_per_s);
     fmt::print(out, "per GPU   {:.1f} TFLOP/s model, {:.1f} TFLOP/s hardware (with recomputation)\n",
                r.model_tflops_per_gpu, r.hardware_tflops_per_gpu);
-    fmt::print(out, "MFU       {:.1f} %\n", 100.0 * r.mfu);
+    write_mfu(out, s, r);
     write_memory(out, r);
     write_training(out, s, r);
     fmt::print(out, "\n");
