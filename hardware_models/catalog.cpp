@@ -1,5 +1,6 @@
 #include "hardware_models/catalog.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "hardware_models/catalog_parse.hpp"
 #include "hardware_models/errors.hpp"
 #include "hardware_models/input_file.hpp"
+#include "hardware_models/name_match.hpp"
 
 namespace cuboid::hw {
 
@@ -49,14 +51,34 @@ Catalog Catalog::parse(const std::string& gpus_yaml, const std::string& nodes_ya
     return c;
 }
 
+namespace {
+
+// The GPU a mistyped name most likely meant, among names and aliases ("H100" -> the alias h100).
+std::string gpu_hint(const std::vector<GpuSpec>& gpus, const std::string& name) {
+    std::vector<std::string> candidates;
+    for (const auto& g : gpus) {
+        candidates.push_back(g.name);
+        candidates.insert(candidates.end(), g.aliases.begin(), g.aliases.end());
+    }
+    const auto near = closest_name(name, candidates);
+    if (!near) return {};
+    const auto owner = std::find_if(gpus.begin(), gpus.end(), [&](const GpuSpec& g) {
+        return std::find(g.aliases.begin(), g.aliases.end(), *near) != g.aliases.end();
+    });
+    if (owner == gpus.end()) return fmt::format(" (did you mean '{}'?)", *near);
+    return fmt::format(" (did you mean '{}', the alias of {}?)", *near, owner->name);
+}
+
+}  // namespace
+
 const GpuSpec& Catalog::gpu(const std::string& name) const {
     for (const auto& g : gpus_) {
         if (g.name == name) return g;
         for (const auto& a : g.aliases)
             if (a == name) return g;
     }
-    throw InputError({"", 0, "cluster.gpu"},
-                     fmt::format("unknown GPU '{}' (allowed: {})", name, fmt::join(gpu_names(), ", ")));
+    throw InputError({"", 0, "cluster.gpu"}, fmt::format("unknown GPU '{}' (allowed: {}){}", name,
+                                                         fmt::join(gpu_names(), ", "), gpu_hint(gpus_, name)));
 }
 
 std::vector<std::string> Catalog::gpu_names() const {

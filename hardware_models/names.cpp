@@ -1,8 +1,13 @@
 // Scenario names of the cluster enums (docs/scenario.md "Names that scripts rely on").
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
 
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/errors.hpp"
+#include "hardware_models/name_match.hpp"
 
 namespace cuboid::hw {
 
@@ -36,12 +41,13 @@ const char* to_string(NetworkTopology topology) {
 template <class E>
 static E parse_enum(const std::string& name, std::initializer_list<E> values,
                     const InputLocation& where) {
-    std::string allowed;
+    std::vector<std::string> allowed;
     for (E v : values) {
         if (name == to_string(v)) return v;
-        allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
+        allowed.emplace_back(to_string(v));
     }
-    throw InputError(where, fmt::format("unknown value '{}' (allowed: {})", name, allowed));
+    throw InputError(where, fmt::format("unknown value '{}' (allowed: {}){}", name, fmt::join(allowed, ", "),
+                                        did_you_mean(name, allowed)));
 }
 
 IntraNodeKind parse_intra_node_kind(const std::string& name, const InputLocation& where) {
@@ -65,7 +71,9 @@ CatalogSection parse_catalog_section(const std::string& name, const InputLocatio
     if (name == "gpus") return CatalogSection::Gpus;
     if (name == "nodes") return CatalogSection::Nodes;
     if (name == "networks") return CatalogSection::Networks;
-    throw InputError(where, fmt::format("unknown catalog section '{}' (allowed: gpus, nodes, networks)", name));
+    const std::vector<std::string> allowed{"gpus", "nodes", "networks"};
+    throw InputError(where, fmt::format("unknown catalog section '{}' (allowed: gpus, nodes, networks){}", name,
+                                        did_you_mean(name, allowed)));
 }
 
 }  // namespace cuboid::hw

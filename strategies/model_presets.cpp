@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "hardware_models/name_match.hpp"
+
 namespace cuboid {
 namespace {
 
@@ -58,12 +60,14 @@ void apply_preset(const std::string& name, ModelSpec& model, const InputLocation
     const auto it = std::find_if(presets.begin(), presets.end(),
                                  [&](const ModelPreset& p) { return answers_to(p, name); });
     if (it == presets.end()) {
-        std::string allowed;
+        std::vector<std::string> names;
         for (const auto& p : presets) {
-            allowed += (allowed.empty() ? "" : ", ") + p.name;
-            for (const auto& a : p.aliases) allowed += ", " + a;
+            names.push_back(p.name);
+            names.insert(names.end(), p.aliases.begin(), p.aliases.end());
         }
-        throw InputError(where, "unknown model preset '" + name + "'; allowed: " + allowed);
+        std::string allowed;
+        for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+        throw InputError(where, "unknown model preset '" + name + "'; allowed: " + allowed + did_you_mean(name, names));
     }
     model = it->spec;
     model.preset = name;

@@ -24,9 +24,9 @@ std::vector<std::string> words_of(std::initializer_list<E> values) {
 }  // namespace
 
 InputError with_suggestion(const InputError& e, std::string_view word, std::span<const std::string> allowed) {
-    const auto near = closest(word, allowed);
-    if (!near) return e;
-    return InputError(e.where(), bare_message(e) + " (did you mean '" + *near + "'?)");
+    const std::string hint = did_you_mean(word, allowed);
+    if (hint.empty()) return e;
+    return InputError(e.where(), bare_message(e) + hint);
 }
 
 std::vector<std::string> schedule_words() { return words_of(schedule_names()); }

@@ -6,13 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "hardware_models/name_match.hpp"
+
 namespace cuboid::cli {
 
-// Levenshtein distance (insertions, deletions, substitutions each cost 1).
-std::size_t edit_distance(std::string_view a, std::string_view b);
+using cuboid::edit_distance;
 
-// The allowed name nearest to `given`, when near enough to be a plausible typo: at most a third
-// of the longer name's letters differ (and at least 2 edits are always tolerated).
+// closest_name (hardware_models/name_match.hpp): the same name ignoring case, else the nearest
+// plausible typo.
 std::optional<std::string> closest(std::string_view given, std::span<const std::string> allowed);
 
 // "a, b, c"

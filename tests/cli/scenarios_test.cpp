@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -85,4 +86,29 @@ TEST_CASE("unknown presets and GPUs of the real catalogs are located at their ke
     }
     // An alias resolves to the catalog's name.
     CHECK(cli::load_scenario_text("cluster:\n  gpu: a100\n", "s.yaml", ".", names).cluster.gpu == "a100-sxm-80gb");
+}
+
+TEST_CASE("a mistyped GPU or model preset gets a \"did you mean\" at its key", "[cli][scenarios]") {
+    const auto names = cli::builtin_name_resolvers();
+    const auto error_of = [&](const std::string& text) {
+        try {
+            cli::load_scenario_text(text, "s.yaml", ".", names);
+        } catch (const InputError& e) {
+            return e;
+        }
+        FAIL("expected an InputError");
+        throw std::logic_error("unreachable");
+    };
+    const InputError gpu = error_of("cluster:\n  gpu: H100\n");
+    CHECK(gpu.where().line == 2);
+    CHECK(gpu.where().key == "cluster.gpu");
+    CHECK(std::string(gpu.what()).find("did you mean 'h100', the alias of h100-sxm-80gb?") != std::string::npos);
+    const InputError preset = error_of("model:\n  preset: Llama3-8B\n");
+    CHECK(preset.where().key == "model.preset");
+    CHECK(std::string(preset.what()).find("did you mean 'llama3-8b'?") != std::string::npos);
+    const InputError typo = error_of("model:\n  preset: lama2-70b\n");
+    CHECK(std::string(typo.what()).find("did you mean 'llama2-70b'?") != std::string::npos);
+    const InputError network = error_of("cluster:\n  inter_node:\n    kind: RoCE\n");
+    CHECK(network.where().line == 3);
+    CHECK(std::string(network.what()).find("did you mean 'roce'?") != std::string::npos);
 }
