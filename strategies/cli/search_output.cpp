@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "strategies/cli/training_columns.hpp"
+
 namespace cuboid::cli {
 namespace {
 
@@ -61,17 +63,21 @@ void write_search_table(std::ostream& out, const SearchResult& r, int top) {
         fmt::print(out, "no plan of the space is valid and fits in GPU memory\n");
         return;
     }
-    fmt::print(out, "{:>4}  {:<58} {:>11} {:>9} {:>6} {:>8}\n", "rank", "plan", "iteration_s", "bound_s", "MFU %",
-               "peak GB");
+    std::vector<const RunResult*> results;
+    for (const std::size_t i : rows) results.push_back(&*p.outcomes[i].result);
+    const TrainingColumns training(results);
+    fmt::print(out, "{:>4}  {:<58} {:>11} {:>9} {:>6} {:>8}{}\n", "rank", "plan", "iteration_s", "bound_s", "MFU %",
+               "peak GB", training.header());
     for (std::size_t k = 0; k < rows.size(); ++k) {
         const std::size_t i = rows[k];
-        const RunResult& x = *p.outcomes[i].result;
-        fmt::print(out, "{:>4}  {:<58} {:>11.4f} {:>9.4f} {:>6.1f} {:>8.1f}\n", k + 1, plan_text(p, i),
-                   x.iteration_time_s, r.bound_s[i], 100.0 * x.mfu, x.peak_memory_bytes / 1e9);
+        const RunResult& x = *results[k];
+        fmt::print(out, "{:>4}  {:<58} {:>11.4f} {:>9.4f} {:>6.1f} {:>8.1f}{}\n", k + 1, plan_text(p, i),
+                   x.iteration_time_s, r.bound_s[i], 100.0 * x.mfu, x.peak_memory_bytes / 1e9, training.cells(x));
         write_breakdown(out, x);
     }
     fmt::print(out, "\nbound_s: compute of the busiest stage at the priced kernel times plus the pipeline fill; "
                     "plans whose bound reached the top times were not simulated\n");
+    if (training.any()) fmt::print(out, "{}\n", training.legend());
 }
 
 nlohmann::ordered_json search_json(const SearchResult& r, int top) {

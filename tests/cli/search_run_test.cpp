@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
@@ -180,4 +183,71 @@ TEST_CASE("search with a memory headroom keeps only plans below (1 - headroom) o
         if (outcome.status != PointStatus::Ok) continue;
         CHECK(outcome.result->peak_memory_bytes <= (1.0 - headroom) * outcome.result->memory_capacity_bytes);
     }
+}
+
+namespace {
+
+// The tiny GPT's search over four plans, with `training_yaml` in place of its training section.
+SearchResult four_plan_search(const std::string& training_yaml) {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    std::string text = kTinyGpt;
+    const std::string training = "training: {global_batch: 16}\n";
+    text.replace(text.find(training), training.size(), training_yaml);  // the training section as given
+    const Scenario base = load_scenario_text(text, "tiny.yaml", "", names);
+    SearchSpace sp = default_search_space(base);
+    sp.tensor = {2, 4};
+    sp.pipeline = {1, 2};
+    sp.micro_batch = {1};
+    sp.schedule = {"1f1b"};
+    sp.recompute = {"none"};
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.sequence_parallel = {false};
+    sp.zero_stage = {1};
+    SearchOptions o;
+    o.threads = 1;
+    o.keep = 4;
+    return run_search(base, sp, names, cache, o);
+}
+
+std::string table_of(const SearchResult& r) {
+    std::ostringstream out;
+    write_search_table(out, r, 4);
+    return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("the search table shows days, cost and energy to train when the scenario gives them", "[search]") {
+    const SearchResult with = four_plan_search(
+        "training: {global_batch: 16, tokens: 1.0e9}\ncost: {gpu_hour_usd: 2.5, node_power_kw: 10.2}\n");
+    const auto best = best_plan(with);
+    REQUIRE(best);
+    const RunResult& x = *with.plans.outcomes[*best].result;
+    REQUIRE(x.time_to_train_s);
+    REQUIRE(x.cost_usd);
+    REQUIRE(x.energy_kwh);
+    const std::string table = table_of(with);
+    INFO(table);
+    CHECK(table.find("days   cost USD  energy MWh") != std::string::npos);
+    // The best plan's row carries the run's own figures (the code `cuboid run` reports them with).
+    const std::string row = fmt::format("  {:>7.1f}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
+                                        *x.cost_usd, *x.energy_kwh / 1000.0);
+    CHECK(table.find(row) != std::string::npos);
+    CHECK(table.find("cost: GPUs x hours x cost.gpu_hour_usd") != std::string::npos);
+    // And the JSON rows carry the same fields as `cuboid run --json`.
+    const auto j = search_json(with, 4);
+    CHECK(j["plans"][0]["time_to_train_s"].get<double>() == *x.time_to_train_s);
+    CHECK(j["plans"][0]["cost_usd"].get<double>() == *x.cost_usd);
+
+    // Tokens without cost: days only.
+    const std::string days_only = table_of(four_plan_search("training: {global_batch: 16, tokens: 1.0e9}\n"));
+    CHECK(days_only.find("days") != std::string::npos);
+    CHECK(days_only.find("cost USD") == std::string::npos);
+    // Neither: the table as before.
+    const std::string plain = table_of(four_plan_search("training: {global_batch: 16}\n"));
+    CHECK(plain.find("days") == std::string::npos);
+    CHECK(plain.find("energy") == std::string::npos);
 }

@@ -1,0 +1,51 @@
+#include "strategies/cli/training_columns.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace cuboid::cli {
+namespace {
+
+constexpr double kSecondsPerDay = 86400.0;
+
+std::string cell(const std::optional<double>& value, double scale, int width, const char* format) {
+    if (!value) return fmt::format("  {:>{}}", "-", width);
+    return fmt::format("  {:>{}}", fmt::format(fmt::runtime(format), *value * scale), width);
+}
+
+}  // namespace
+
+TrainingColumns::TrainingColumns(std::span<const RunResult* const> rows) {
+    for (const RunResult* r : rows) {
+        days_ = days_ || r->time_to_train_s.has_value();
+        cost_ = cost_ || r->cost_usd.has_value();
+        energy_ = energy_ || r->energy_kwh.has_value();
+    }
+}
+
+std::string TrainingColumns::header() const {
+    std::string h;
+    if (days_) h += fmt::format("  {:>7}", "days");
+    if (cost_) h += fmt::format("  {:>9}", "cost USD");
+    if (energy_) h += fmt::format("  {:>10}", "energy MWh");
+    return h;
+}
+
+std::string TrainingColumns::cells(const RunResult& r) const {
+    std::string c;
+    if (days_) c += cell(r.time_to_train_s, 1.0 / kSecondsPerDay, 7, "{:.1f}");
+    if (cost_) c += cell(r.cost_usd, 1.0, 9, "{:.3g}");
+    if (energy_) c += cell(r.energy_kwh, 1.0 / 1000.0, 10, "{:.3g}");
+    return c;
+}
+
+std::string TrainingColumns::legend() const {
+    if (!any()) return {};
+    std::string text = "days: training.tokens / tokens per second";
+    if (cost_) text += "; cost: GPUs x hours x cost.gpu_hour_usd";
+    if (energy_) text += "; energy: nodes x cost.node_power_kw x hours";
+    return text;
+}
+
+}  // namespace cuboid::cli
