@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,13 @@ using namespace cuboid::cli::test;
 namespace {
 
 const std::filesystem::path kConfigs = std::filesystem::path(CUBOID_SOURCE_DIR) / "tests/cli/data/hf_configs";
+
+// layers, hidden, heads, kv_heads, ffn_hidden, seq_len, vocab, swiglu
+using Shape = std::tuple<int, int, int, int, int, int, int, bool>;
+
+Shape shape_of(const ModelSpec& m) {
+    return {m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.seq_len, m.vocab, m.swiglu};
+}
 
 ModelSpec published(const std::string& name) { return import_hf_config_file((kConfigs / name).string()); }
 
@@ -72,18 +80,8 @@ TEST_CASE("Meta-Llama-3-8B's published config has exactly the llama3-8b preset's
     const ModelSpec imported = published("meta-llama-3-8b.json");
     ModelSpec preset;
     apply_preset("llama3-8b", preset);
-    CHECK(imported.layers == 32);
-    CHECK(imported.hidden == 4096);
-    CHECK(imported.heads == 32);
-    CHECK(imported.kv_heads == 8);
-    CHECK(imported.ffn_hidden == 14336);
-    CHECK(imported.vocab == 128256);
-    CHECK(imported.seq_len == 8192);
-    CHECK(imported.swiglu);
-    CHECK(std::tie(imported.layers, imported.hidden, imported.heads, imported.kv_heads, imported.ffn_hidden,
-                   imported.seq_len, imported.vocab, imported.swiglu) ==
-          std::tie(preset.layers, preset.hidden, preset.heads, preset.kv_heads, preset.ffn_hidden, preset.seq_len,
-                   preset.vocab, preset.swiglu));
+    CHECK(shape_of(imported) == Shape{32, 4096, 32, 8, 14336, 8192, 128256, true});
+    CHECK(shape_of(imported) == shape_of(preset));
     REQUIRE(imported.imported);
     CHECK(imported.imported->model_type == "llama");
     CHECK(imported.imported->architecture == "LlamaForCausalLM");
@@ -112,15 +110,9 @@ TEST_CASE("cuboid run with Llama-3-8B's config gives the llama3-8b preset's fing
 
 TEST_CASE("GPT-2's field names map, with the GeLU MLP and 4 h when n_inner is null", "[cli][hf_config]") {
     const ModelSpec m = published("gpt2.json");
-    CHECK(m.layers == 12);
-    CHECK(m.hidden == 768);
-    CHECK(m.heads == 12);
-    CHECK(m.kv_heads == 0);  // same as heads
-    CHECK(m.ffn_hidden == 0);
+    // kv_heads 0: same as heads; ffn_hidden 0: 4 x hidden; seq_len from n_positions.
+    CHECK(shape_of(m) == Shape{12, 768, 12, 0, 0, 1024, 50257, false});
     CHECK(m.ffn_or_default() == 4 * 768);
-    CHECK(m.seq_len == 1024);  // n_positions
-    CHECK(m.vocab == 50257);
-    CHECK_FALSE(m.swiglu);
     CHECK(m.imported->notes.empty());  // GPT-2 ties its embeddings, as cuboid's GeLU models do
     // n_inner given: the MLP size.
     const ModelSpec inner = import_hf_config(
@@ -144,13 +136,7 @@ TEST_CASE("GPT-NeoX maps as GeLU and names its untied output matrix", "[cli][hf_
 
 TEST_CASE("Qwen2.5-0.5B: grouped-query heads, tied embeddings noted, an inactive window not", "[cli][hf_config]") {
     const ModelSpec m = published("qwen2.5-0.5b.json");
-    CHECK(m.layers == 24);
-    CHECK(m.hidden == 896);
-    CHECK(m.heads == 14);
-    CHECK(m.kv_heads == 2);
-    CHECK(m.ffn_hidden == 4864);
-    CHECK(m.vocab == 151936);
-    CHECK(m.swiglu);
+    CHECK(shape_of(m) == Shape{24, 896, 14, 2, 4864, 32768, 151936, true});
     REQUIRE(m.imported->notes.size() == 1);
     CHECK(has_note(m, "tie_word_embeddings true"));
     CHECK(has_note(m, "136 M weights"));  // 151936 x 896
