@@ -34,7 +34,7 @@ std::string TrainingColumns::header() const {
 
 std::string TrainingColumns::cells(const RunResult& r) const {
     std::string c;
-    if (days_) c += cell(r.time_to_train_s, 1.0 / kSecondsPerDay, 7, "{:.1f}");
+    if (days_) c += cell(r.time_to_train_s, 1.0 / kSecondsPerDay, 7, "{:.3g}");
     if (cost_) c += cell(r.cost_usd, 1.0, 9, "{:.3g}");
     if (energy_) c += cell(r.energy_kwh, 1.0 / 1000.0, 10, "{:.3g}");
     return c;

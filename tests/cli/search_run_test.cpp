@@ -233,7 +233,7 @@ TEST_CASE("the search table shows days, cost and energy to train when the scenar
     INFO(table);
     CHECK(table.find("days   cost USD  energy MWh") != std::string::npos);
     // The best plan's row carries the run's own figures (the code `cuboid run` reports them with).
-    const std::string row = fmt::format("  {:>7.1f}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
+    const std::string row = fmt::format("  {:>7.3g}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
                                         *x.cost_usd, *x.energy_kwh / 1000.0);
     CHECK(table.find(row) != std::string::npos);
     CHECK(table.find("cost: GPUs x hours x cost.gpu_hour_usd") != std::string::npos);
