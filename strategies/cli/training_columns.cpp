@@ -26,7 +26,7 @@ TrainingColumns::TrainingColumns(std::span<const RunResult* const> rows) {
 
 std::string TrainingColumns::header() const {
     std::string h;
-    if (days_) h += fmt::format("  {:>7}", "days");
+    if (days_) h += fmt::format("  {:>7}  {:>12}", "days", "w/ failures");
     if (cost_) h += fmt::format("  {:>9}", "cost USD");
     if (energy_) h += fmt::format("  {:>10}", "energy MWh");
     return h;
@@ -34,7 +34,11 @@ std::string TrainingColumns::header() const {
 
 std::string TrainingColumns::cells(const RunResult& r) const {
     std::string c;
-    if (days_) c += cell(r.time_to_train_s, 1.0 / kSecondsPerDay, 7, "{:.3g}");
+    if (days_) {
+        c += cell(r.time_to_train_s, 1.0 / kSecondsPerDay, 7, "{:.3g}");
+        const std::optional<double> effective = r.goodput ? r.goodput->effective_time_to_train_s : std::nullopt;
+        c += cell(effective, 1.0 / kSecondsPerDay, 12, "{:.3g}");
+    }
     if (cost_) c += cell(r.cost_usd, 1.0, 9, "{:.3g}");
     if (energy_) c += cell(r.energy_kwh, 1.0 / 1000.0, 10, "{:.3g}");
     return c;
@@ -42,7 +46,8 @@ std::string TrainingColumns::cells(const RunResult& r) const {
 
 std::string TrainingColumns::legend() const {
     if (!any()) return {};
-    std::string text = "days: training.tokens / tokens per second";
+    std::string text = "days: training.tokens / tokens per second; w/ failures: the same with failures, "
+                       "checkpoints and restarts (the report's goodput line)";
     if (cost_) text += "; cost: GPUs x hours x cost.gpu_hour_usd";
     if (energy_) text += "; energy: nodes x cost.node_power_kw x hours";
     return text;

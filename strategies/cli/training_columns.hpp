@@ -16,7 +16,7 @@ public:
     explicit TrainingColumns(std::span<const RunResult* const> rows);
 
     bool any() const { return days_ || cost_ || energy_; }
-    // "  days  cost USD  energy MWh" (the columns shown), or "".
+    // "  days  w/ failures  cost USD  energy MWh" (the columns shown), or "".
     std::string header() const;
     // The row's cells under header(); "-" where the row lacks a figure.
     std::string cells(const RunResult& r) const;

@@ -231,10 +231,15 @@ TEST_CASE("the search table shows days, cost and energy to train when the scenar
     REQUIRE(x.energy_kwh);
     const std::string table = table_of(with);
     INFO(table);
-    CHECK(table.find("days   cost USD  energy MWh") != std::string::npos);
-    // The best plan's row carries the run's own figures (the code `cuboid run` reports them with).
-    const std::string row = fmt::format("  {:>7.3g}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
-                                        *x.cost_usd, *x.energy_kwh / 1000.0);
+    CHECK(table.find("days   w/ failures   cost USD  energy MWh") != std::string::npos);
+    // The best plan's row carries the run's own figures (the code `cuboid run` reports them with),
+    // the effective days its goodput line gives among them.
+    REQUIRE(x.goodput);
+    REQUIRE(x.goodput->effective_time_to_train_s);
+    CHECK(*x.goodput->effective_time_to_train_s >= *x.time_to_train_s);
+    const std::string row = fmt::format("  {:>7.3g}  {:>12.3g}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
+                                        *x.goodput->effective_time_to_train_s / 86400.0, *x.cost_usd,
+                                        *x.energy_kwh / 1000.0);
     CHECK(table.find(row) != std::string::npos);
     CHECK(table.find("cost: GPUs x hours x cost.gpu_hour_usd") != std::string::npos);
     // And the JSON rows carry the same fields as `cuboid run --json`.
