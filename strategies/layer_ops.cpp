@@ -112,10 +112,10 @@ void forward_range(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp first,
 // Under TE fp8, the cast of the projection's input (the attention output, written in 16 bits by
 // the attention core) before its GEMM; the other linear inputs come cast from LayerNorm or the
 // activation.
-void forward_input_cast(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp gemm) {
-    if (!te_fp8(c.dims) || gemm != LayerOp::Proj) return;
+void projection_input_cast(OpEmitter& e, const LayerContext& c, Phase ph) {
+    if (!te_fp8(c.dims)) return;
     const sim::GemmShape& g = c.gemms.proj;
-    const auto k = idx(gemm);
+    const auto k = idx(LayerOp::Proj);
     const std::uint32_t label = ph == Phase::Recompute ? c.labels->cast_r[k] : c.labels->cast_f[k];
     e.compute(memory_op(OpKind::Elementwise, label, cast_transpose_bytes(c.dims, elements(g.m, g.k)), category(ph)));
 }
@@ -175,7 +175,7 @@ void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending
         const std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
         if (sub.dims.sp) e.wait_for(emit_tp_collective(e, sub, ph, OpKind::AllGather, normalised));
         forward_range(e, sub, ph, first, last);
-        forward_input_cast(e, sub, ph, out);
+        if (out == LayerOp::Proj) projection_input_cast(e, sub, ph);
         const std::uint32_t produced = forward_kernel(e, sub, ph, out);
         in_flight = emit_tp_collective(e, sub, ph, reduce, produced);
     }

@@ -34,6 +34,18 @@ inline Scenario tiny_scenario(int t, int p, int d, int m, int layers = 8) {
     return sc;
 }
 
+// The tiny model as Megatron-Core with Transformer Engine runs it, on one stage and one replica:
+// rotary (SwiGLU) layers, fused attention without dropout, TE's passes, fp8.
+inline Scenario te_fp8_scenario(int t, int m, int layers) {
+    Scenario sc = tiny_scenario(t, 1, 1, m, layers);
+    sc.model.swiglu = true;
+    sc.model.attention = AttentionKernel::Fused;
+    sc.model.attention_dropout = false;
+    sc.model.transformer_engine = true;
+    sc.training.precision = sim::Precision::Fp8;
+    return sc;
+}
+
 // The tiny GPT, wider (hidden 256, sequence 128), on `nodes` DGX-like nodes of t*p*d / nodes GPUs
 // (one node: NVSwitch only), with `schedule` (interleaved: 2 virtual stages).
 inline Scenario cluster_scenario(int t, int p, int d, int nodes, Schedule schedule = Schedule::OneFOneB) {

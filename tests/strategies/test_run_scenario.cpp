@@ -110,15 +110,10 @@ TEST_CASE("tp_backward_overlap: a blocking input-gradient all-reduce costs at mo
 // own durations, each at least its bytes at the full HBM rate and at most a launch plus its bytes
 // at the smallest memory efficiency of the catalog curve.
 TEST_CASE("Transformer Engine's fp8 passes add their bytes' worth of HBM time to an iteration") {
-    Scenario on = cuboid::test::tiny_scenario(1, 1, 1, 4, 2);
+    Scenario on = cuboid::test::te_fp8_scenario(1, 4, 2);
     on.model.hidden = 1024;
     on.model.heads = 8;
     on.model.seq_len = 1024;
-    on.model.swiglu = true;
-    on.model.attention = AttentionKernel::Fused;
-    on.model.attention_dropout = false;
-    on.model.transformer_engine = true;
-    on.training.precision = sim::Precision::Fp8;
     on.cluster.gpu = "h100-sxm-80gb";
     Scenario off = on;
     off.model.transformer_engine = false;

@@ -20,15 +20,13 @@ constexpr int kLayers = 2, kMicro = 4;
 
 // t-way tensor parallelism, one stage, one replica; Llama-like shapes with grouped-query attention.
 Scenario te_scenario(int t, bool te, sim::Precision precision, bool swiglu) {
-    Scenario sc = cuboid::test::tiny_scenario(t, 1, 1, kMicro, kLayers);
+    Scenario sc = cuboid::test::te_fp8_scenario(t, kMicro, kLayers);
     sc.model.hidden = 256;
     sc.model.heads = 8;
     sc.model.kv_heads = 2;
     sc.model.ffn_hidden = 512;
     sc.model.seq_len = 128;
     sc.model.swiglu = swiglu;
-    sc.model.attention = AttentionKernel::Fused;
-    sc.model.attention_dropout = false;
     sc.model.transformer_engine = te;
     sc.training.precision = precision;
     return sc;
