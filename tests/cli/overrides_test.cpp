@@ -70,6 +70,12 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("model.attention=flash", "model.attention", "allowed: fused, unfused");
     check("model.attention_dropout=maybe", "model.attention_dropout", "true");
     check("model.attention_mask=sliding", "model.attention_mask", "allowed: causal, full");
+    check("training.transformer_engine=maybe", "training.transformer_engine", "expected true or false");
+    check("reliability.failures_per_gpu_day=2", "reliability.failures_per_gpu_day", "must be between 0 and 1");
+    check("reliability.checkpoint_gb_per_s=0", "reliability.checkpoint_gb_per_s", "must be between");
+    check("reliability.checkpoint_interval_s=0.5", "reliability.checkpoint_interval_s", "must be between 1 and");
+    check("reliability.restart_overhead_s=-1", "reliability.restart_overhead_s", "must be between 0 and");
+    check("reliability.failures_per_gpu_day=abc", "reliability.failures_per_gpu_day", "expected a number");
 }
 
 TEST_CASE("training.framework sets the stack's defaults; a key given in the file or by --set wins", "[cli][set]") {
