@@ -12,6 +12,10 @@ static std::string gpu_figures(const GpuSpec& g) {
                      g.memory_capacity.value / 1073741824.0, g.memory_bandwidth.value / 1e12,
                      g.sm_count, g.tdp_watts, g.scaleup_bandwidth.value / 1e9);
     s += fmt::format(", large GEMM eff {:.2f}", g.gemm_efficiency.points.back().efficiency);
+    if (g.system)
+        s += fmt::format("; as {}: {} GPUs per node, NVLink domain of {} GPUs, {} x {:.0f} Gbit/s NICs per node",
+                         g.system->name, g.system->gpus_per_node, g.system->scale_up_domain,
+                         g.system->nics_per_node, g.system->nic_gbps);
     return s;
 }
 

@@ -71,6 +71,22 @@ GpuSpec parse_gpu(const YamlReader& r) {
         g.attention_forward = parse_efficiency_curve(a->at("forward"));
         g.attention_backward = parse_efficiency_curve(a->at("backward"));
     }
+    if (auto sys = r.find("system")) {
+        GpuSystem m;
+        m.name = sys->text("name");
+        const auto count = [&](const char* key) {
+            const int n = sys->integer(key);
+            if (n < 1) sys->at(key).fail("must be >= 1");
+            return n;
+        };
+        m.gpus_per_node = count("gpus_per_node");
+        m.scale_up_domain = count("scale_up_domain");
+        m.nics_per_node = count("nics_per_node");
+        m.nic_gbps = number_in(*sys, "nic_gbps", 1e-3, 1e6);
+        if (m.scale_up_domain % m.gpus_per_node != 0)
+            sys->at("scale_up_domain").fail("must be a whole number of nodes (a multiple of gpus_per_node)");
+        g.system = m;
+    }
     g.source = r.text_or("source", "");
     return g;
 }

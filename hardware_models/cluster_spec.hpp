@@ -17,6 +17,17 @@ enum class NetworkTopology { FatTree, RailOptimized, SingleSwitch };
 inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 22;
 inline constexpr std::int64_t kMaxClusterNics = std::int64_t{1} << 22;
 
+// The rack-scale system a GPU is sold in (GB200 / GB300 NVL72), from the GPU catalog: the cluster
+// layout a scenario gets for the keys it leaves out. A GPU sold as a part (an HGX board's B200)
+// has none, and the cluster keys' own defaults apply.
+struct GpuSystem {
+    std::string name;         // "GB200 NVL72"
+    int gpus_per_node = 0;    // GPUs per compute tray
+    int scale_up_domain = 0;  // GPUs per NVLink domain (a rack)
+    int nics_per_node = 0;    // scale-out NICs per tray
+    double nic_gbps = 0.0;    // per NIC, one direction
+};
+
 struct ClusterSpec {
     std::string gpu = "a100-sxm-80gb";      // a name from the GPU catalog
     int nodes = 1;
@@ -29,9 +40,17 @@ struct ClusterSpec {
     NetworkTopology topology = NetworkTopology::FatTree;
     double oversubscription = 1.0;           // leaf down-link : up-link bandwidth ratio (>= 1)
     std::optional<std::string> profile;      // calibrated hardware profile (YAML); the loader resolves it from the scenario file's folder
+    // GPUs per NVLink domain (rack-scale NVLink: GB200 NVL72's 18 trays of 4 GPUs on NVLink switches
+    // are one domain of 72); absent: one node. A multiple of gpus_per_node that divides the GPUs.
+    std::optional<int> scale_up_domain;
 
     // 64-bit: 65,536 nodes of 65,536 GPUs must read as 2^32 GPUs (and be refused), not wrap.
     std::int64_t gpus() const { return std::int64_t{nodes} * gpus_per_node; }
+    int domain_gpus() const { return scale_up_domain.value_or(gpus_per_node); }
 };
+
+// Why cluster.scale_up_domain cannot be (smaller than a node, not whole nodes, not dividing the
+// GPUs, across nodes without NVLink switches), or nullopt when it can; absent is always fine.
+std::optional<std::string> scale_up_domain_problem(const ClusterSpec& spec);
 
 }  // namespace cuboid::hw

@@ -2,10 +2,12 @@
 // the catalog file (hardware_models/catalog/gpus.yaml).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hardware_models/cluster_spec.hpp"
 #include "sim/program.hpp"
 #include "sim/units.hpp"
 
@@ -50,6 +52,8 @@ struct GpuSpec {
     EfficiencyCurve attention_forward;
     EfficiencyCurve attention_backward;
     bool has_fused_attention() const { return !attention_forward.points.empty(); }
+    // The rack-scale system the GPU ships in, if it ships only in one (GB200, GB300).
+    std::optional<GpuSystem> system;
 
     FlopsPerSecond peak(sim::Precision p) const;
     const EfficiencyCurve& gemm_curve(sim::Precision p) const;
