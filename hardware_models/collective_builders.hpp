@@ -27,7 +27,9 @@ private:
     std::vector<sim::LinkId> crossed_;  // every link of every hop, repeats kept (counted in flow())
 };
 
-// A group's members by node, nodes in order of first appearance, members in group order.
+// A group's members by node, nodes in order of first appearance, members in group order. A "node"
+// here is an NVLink domain: one node, or several joined by cluster.scale_up_domain (NCCL's
+// multi-node NVLink treats such a domain as one node: its rings and trees stay on NVLink).
 struct GroupLayout {
     std::vector<std::vector<std::uint32_t>> nodes;
     bool uniform = true;  // the same number of members on every node

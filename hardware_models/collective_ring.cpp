@@ -27,7 +27,7 @@ GroupLayout GroupLayout::of(const Topology& topology, std::span<const std::uint3
     GroupLayout g;
     std::vector<int> node_ids;
     for (const std::uint32_t r : ranks) {
-        const int node = topology.node_of(r);
+        const int node = topology.domain_of(r);  // NCCL treats a multi-node NVLink domain as one node
         const auto it = std::find(node_ids.begin(), node_ids.end(), node);
         if (it == node_ids.end()) {
             node_ids.push_back(node);
@@ -44,7 +44,7 @@ GroupLayout GroupLayout::of(const Topology& topology, std::span<const std::uint3
 Time step_latency(const PlanContext& ctx, std::uint32_t a, std::uint32_t b, bool tree) {
     const Topology& t = ctx.topology;
     const CollectiveCosts& c = ctx.costs;
-    if (t.node_of(a) == t.node_of(b)) return tree ? c.intra_tree_step : c.intra_ring_step;
+    if (t.domain_of(a) == t.domain_of(b)) return tree ? c.intra_tree_step : c.intra_ring_step;
     const auto route = t.route(a, b);
     const Time net = tree ? c.nccl.net_tree_step : c.nccl.net_ring_step;
     return net + c.switch_latency * t.switch_hops(route);
@@ -58,7 +58,7 @@ static Time ring_latency(const PlanContext& ctx, const std::vector<std::uint32_t
     Time intra = c.intra_ring_step, inter = c.nccl.net_ring_step;
     for (int i = 0; i < p; ++i) {  // the slowest network step of the ring sets the inter latency
         const auto a = ring[i], b = ring[(i + 1) % p];
-        if (ctx.topology.node_of(a) != ctx.topology.node_of(b))
+        if (ctx.topology.domain_of(a) != ctx.topology.domain_of(b))
             inter = std::max(inter, step_latency(ctx, a, b, false));
     }
     if (nodes > 1) intra = std::max(intra, c.nccl.net_overhead);

@@ -105,11 +105,11 @@ Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
 
-bool Topology::may_cross(Vertex v, bool intra_node, int node) const {
+bool Topology::may_cross(Vertex v, bool intra_domain, int domain) const {
     const TopologyVertex& tv = graph_[v];
-    if (intra_node)
-        return tv.node == node && (tv.kind == VertexKind::NvSwitch || tv.kind == VertexKind::PcieSwitch ||
-                                   tv.kind == VertexKind::Host);
+    if (intra_domain)
+        return tv.node >= 0 && tv.node / params_.nodes_per_domain == domain &&
+               (tv.kind == VertexKind::NvSwitch || tv.kind == VertexKind::PcieSwitch || tv.kind == VertexKind::Host);
     return tv.kind == VertexKind::Leaf || tv.kind == VertexKind::Spine;
 }
 
@@ -143,8 +143,8 @@ std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src,
 // rail-optimized fabric a leaf holds one rail's NICs (every m-th number), and numbers modulo the
 // spine count would bring all of them down a few spines (Zahavi et al., "Optimized InfiniBand fat-tree routing for shift
 // all-to-all communication patterns", CCPE 2010).
-std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const {
-    const int node = graph_[src].node;
+std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_domain, std::uint64_t seed) const {
+    const int domain = graph_[src].node / params_.nodes_per_domain;
     // Levels are path lengths (a handful of hops), so a byte each: a search clears a quarter of the
     // memory an int would take.
     std::vector<std::int8_t> level(boost::num_vertices(graph_), -1);
@@ -154,7 +154,7 @@ std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_node, 
         const Vertex u = queue[head];
         for (const auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
             const Vertex v = boost::target(e, graph_);
-            if (level[v] >= 0 || (v != dst && !may_cross(v, intra_node, node))) continue;
+            if (level[v] >= 0 || (v != dst && !may_cross(v, intra_domain, domain))) continue;
             level[v] = static_cast<std::int8_t>(level[u] + 1);
             queue.push_back(v);
         }
@@ -227,8 +227,8 @@ std::span<const sim::LinkId> Topology::route(std::uint32_t src, std::uint32_t ds
 }
 
 std::vector<sim::LinkId> Topology::search_route(std::uint32_t src, std::uint32_t dst) const {
-    if (node_of(src) == node_of(dst)) return bfs(src, dst, true, mix((std::uint64_t(src) << 32) | dst));
-    // Across nodes: GPU -> its NIC -> network switches -> the destination's NIC -> GPU.
+    if (domain_of(src) == domain_of(dst)) return bfs(src, dst, true, mix((std::uint64_t(src) << 32) | dst));
+    // Across NVLink domains: GPU -> its NIC -> network switches -> the destination's NIC -> GPU.
     std::vector<sim::LinkId> path{gpu_to_nic_[src]};
     const int dst_nic = graph_[nic_of_gpu_[dst]].index + params_.nics_per_node * node_of(dst);
     const auto net = network_route(nic_of_gpu_[src], nic_of_gpu_[dst], params_.leaf_port_of_nic(dst_nic));

@@ -3,7 +3,9 @@
 // and carries the sim::Link id (one sim::Link per direction, with the raw line rate).
 //
 // Intra-node kinds: nvswitch (each GPU has an up and a down link to one logical switch per node,
-// at the GPU's scale-up rate), nvlink-mesh (a direct link per ordered GPU pair at per-GPU rate /
+// at the GPU's scale-up rate; with a scale-up domain of several nodes, one logical switch per
+// domain joins the GPUs of all its nodes, as GB200 NVL72's NVLink switch trays join its 18 compute
+// trays, and traffic inside a domain never leaves NVLink), nvlink-mesh (a direct link per ordered GPU pair at per-GPU rate /
 // (GPUs - 1)), pcie (GPUs under PCIe switches whose x16 up-links meet at the host).
 // Inter-node: NICs (GPU i of a node uses NIC i*nics/gpus over a PCIe link), then
 //   single-switch: every NIC on one switch;
@@ -52,6 +54,7 @@ using TopologyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bid
 struct TopologyParams {
     int nodes = 1;
     int gpus_per_node = 8;
+    int nodes_per_domain = 1;       // nodes joined by one NVLink domain (cluster.scale_up_domain)
     IntraNodeKind intra = IntraNodeKind::NvSwitch;
     BytesPerSecond gpu_link{0.0};   // per GPU, one direction (nvswitch/mesh: scale-up; pcie: x16)
     BytesPerSecond host_link{0.0};  // GPU <-> NIC and PCIe switch <-> host
@@ -89,6 +92,8 @@ public:
 
     int gpus() const { return static_cast<int>(std::int64_t{params_.nodes} * params_.gpus_per_node); }  // bounded by resolve
     int node_of(std::uint32_t gpu) const { return static_cast<int>(gpu) / params_.gpus_per_node; }
+    // The NVLink domain of a GPU: its node, unless the cluster's domain spans several nodes.
+    int domain_of(std::uint32_t gpu) const { return node_of(gpu) / params_.nodes_per_domain; }
 
     // Links from GPU `src` to GPU `dst`, in order (empty when src == dst). Each pair is searched
     // once per topology and remembered, for every planner of the cluster (thread-safe); the view
@@ -105,13 +110,13 @@ private:
 
     Topology();
     std::vector<sim::LinkId> search_route(std::uint32_t src, std::uint32_t dst) const;
-    std::vector<sim::LinkId> bfs(Vertex src, Vertex dst, bool intra_node, std::uint64_t seed) const;
+    std::vector<sim::LinkId> bfs(Vertex src, Vertex dst, bool intra_domain, std::uint64_t seed) const;
     std::vector<sim::LinkId> network_route(Vertex src, Vertex dst, std::uint64_t seed) const;
     std::vector<std::int8_t> switch_levels(Vertex leaf) const;
     template <class Level>
     static std::vector<sim::LinkId> walk_back(const TopologyGraph& g, Vertex src, Vertex dst, int dst_level,
                                               const Level& level, std::uint64_t seed);
-    bool may_cross(Vertex v, bool intra_node, int node) const;
+    bool may_cross(Vertex v, bool intra_domain, int domain) const;
 
     TopologyParams params_;
     TopologyGraph graph_;

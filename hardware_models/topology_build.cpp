@@ -1,6 +1,8 @@
 // Construction of the topology graph from resolved cluster parameters.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -8,6 +10,24 @@
 #include "hardware_models/topology.hpp"
 
 namespace cuboid::hw {
+
+std::optional<std::string> scale_up_domain_problem(const ClusterSpec& spec) {
+    if (!spec.scale_up_domain) return std::nullopt;
+    const int domain = *spec.scale_up_domain, per_node = spec.gpus_per_node;
+    const std::string allowed =
+        fmt::format("allowed: a multiple of gpus_per_node {} that divides the cluster's {} GPUs", per_node, spec.gpus());
+    if (domain < per_node)
+        return fmt::format("{} GPUs per NVLink domain is smaller than a node of {} GPUs; {}", domain, per_node, allowed);
+    if (domain % per_node != 0)
+        return fmt::format("{} GPUs is not a whole number of nodes of {} GPUs; {}", domain, per_node, allowed);
+    if (spec.gpus() % domain != 0)
+        return fmt::format("{} does not divide the cluster's {} GPUs (nodes {} x gpus_per_node {}); {}", domain,
+                           spec.gpus(), spec.nodes, per_node, allowed);
+    if (domain > per_node && spec.intra_node != IntraNodeKind::NvSwitch)
+        return fmt::format("an NVLink domain across nodes needs NVLink switches (cluster.intra_node: nvswitch), not {}",
+                           spec.intra_node == IntraNodeKind::Pcie ? "pcie" : "nvlink-mesh");
+    return std::nullopt;
+}
 
 TopologyParams TopologyParams::resolve(const ClusterSpec& spec, const GpuSpec& gpu,
                                        const Catalog& catalog) {
@@ -27,11 +47,13 @@ TopologyParams TopologyParams::resolve(const ClusterSpec& spec, const GpuSpec& g
         fail("cluster.inter_node.nics_per_node",
              fmt::format("nodes {} x nics_per_node {} = {} NICs; cuboid models at most {} NICs", spec.nodes,
                          spec.nics_per_node, std::int64_t{spec.nodes} * spec.nics_per_node, kMaxClusterNics));
+    if (const auto problem = scale_up_domain_problem(spec)) fail("cluster.scale_up_domain", *problem);
     const NodeKindSpec& node = catalog.node_kind(spec.intra_node);
     const NetworkKindSpec& net = catalog.network_kind(spec.inter_node);
     TopologyParams p;
     p.nodes = spec.nodes;
     p.gpus_per_node = spec.gpus_per_node;
+    p.nodes_per_domain = spec.domain_gpus() / spec.gpus_per_node;
     p.intra = spec.intra_node;
     p.host_link = gpu.host_link_bandwidth;
     const BytesPerSecond fabric = spec.intra_node == IntraNodeKind::Pcie ? gpu.host_link_bandwidth
@@ -99,15 +121,28 @@ struct TopologyBuilder {
     }
 
     void build_node(int node);
+    void build_domain_switch(int domain);
     void build_nics();
     void build_network(const std::vector<Vertex>& nics);
     void connect_leaves_to_spines(const std::vector<Vertex>& leaves, int up);
 };
 
+void TopologyBuilder::build_domain_switch(int domain) {
+    const TopologyParams& p = t.params_;
+    const int first_node = domain * p.nodes_per_domain;
+    const int first = first_node * p.gpus_per_node, gpus = p.nodes_per_domain * p.gpus_per_node;
+    // One logical switch for the domain (NVL72: 18 NVLink switch chips, each GPU linked to every
+    // one; together non-blocking), owned by the domain's first node for routing.
+    const Vertex sw = vertex(VertexKind::NvSwitch, first_node, 0);
+    const std::string sn = fmt::format("d{}.nvswitch", domain);
+    for (int i = 0; i < gpus; ++i) duplex(first + i, sw, p.gpu_link, LinkClass::NvLink, gpu_name(first + i), sn);
+}
+
 void TopologyBuilder::build_node(int node) {
     const TopologyParams& p = t.params_;
     const int g = p.gpus_per_node;
     const int first = node * g;
+    if (p.nodes_per_domain > 1) return;  // the domain's switch joins the node's GPUs (build_domain_switch)
     if (p.intra == IntraNodeKind::NvSwitch && g > 1) {
         const Vertex sw = vertex(VertexKind::NvSwitch, node, 0);
         const std::string sn = fmt::format("n{}.nvswitch", node);
@@ -192,6 +227,8 @@ Topology Topology::build(const TopologyParams& params) {
     TopologyBuilder b{t};
     for (int gpu = 0; gpu < t.gpus(); ++gpu) b.vertex(VertexKind::Gpu, gpu / params.gpus_per_node, gpu);
     for (int node = 0; node < params.nodes; ++node) b.build_node(node);
+    if (params.nodes_per_domain > 1)
+        for (int d = 0; d < params.nodes / params.nodes_per_domain; ++d) b.build_domain_switch(d);
     if (params.nodes > 1) b.build_nics();
     return t;
 }

@@ -77,13 +77,33 @@ int check_degrees(const Checker& c, const Scenario& sc) {
     return p.data;
 }
 
+// A GPU's rack-scale system (GB200 NVL72) gives the domain when the scenario does not: then the
+// error stands at cluster.gpu, which brought the domain, and says what to write instead.
+void check_scale_up_domain(const Checker& c, const Scenario& sc) {
+    const std::optional<std::string> problem = hw::scale_up_domain_problem(sc.cluster);
+    if (!problem) return;
+    const auto& system = sc.cluster_choices.system;
+    if (sc.cluster_choices.scale_up_domain || !system) c.require(false, "cluster.scale_up_domain", *problem);
+    InputLocation at_gpu = sc.where("cluster.gpu");
+    at_gpu.key = "cluster.scale_up_domain";
+    throw InputError(at_gpu, *problem + "; " + to_string(system->scale_up_domain) + " is the NVLink domain of " +
+                                 system->name + " (cluster.gpu " + sc.cluster.gpu +
+                                 "): set cluster.scale_up_domain to the GPUs of the NVLink domain the job's nodes share");
+}
+
 void check_tensor(const Checker& c, const Scenario& sc) {
     const int t = sc.parallel.tensor;
     const int gpn = sc.cluster.gpus_per_node;
+    const int domain = sc.cluster.domain_gpus();
     const ModelSpec& m = sc.model;
     // A tensor group must tile nodes: whole groups inside a node, or whole nodes per group.
     c.require(gpn % t == 0 || t % gpn == 0, "parallel.tensor",
               "tensor " + to_string(t) + " must divide gpus_per_node " + to_string(gpn) + " or be a multiple of it");
+    // ... and NVLink domains: the tensor group is innermost in the rank order, so a size that
+    // divides the domain keeps every group on NVLink (Megatron's placement).
+    c.require(domain % t == 0 || t % domain == 0, "parallel.tensor",
+              "tensor " + to_string(t) + " must divide cluster.scale_up_domain " + to_string(domain) +
+                  " or be a multiple of it, so that no tensor group straddles two NVLink domains");
     // Megatron's 1d splits heads and MLP columns t ways; the other modes check their mesh's
     // splits (strategies/tensor_modes/mode_validation.cpp).
     const bool one_d = sc.parallel.tensor_mode == TensorMode::OneD;
@@ -140,6 +160,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_unsupported(c, sc.parallel);
     check_attention(c, sc);
     const int data = check_degrees(c, sc);
+    check_scale_up_domain(c, sc);
     check_tensor(c, sc);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;

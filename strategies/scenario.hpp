@@ -81,6 +81,19 @@ struct StackChoices {
     std::optional<bool> transformer_engine;
 };
 
+// The cluster keys a GPU's rack-scale system presets (hw::GpuSystem: GB200/GB300 NVL72's trays
+// of 4 GPUs, 72-GPU NVLink domain, one NIC per GPU), as the scenario gave them (none: the
+// system's value, or the key's own default for a GPU without one). The effective values live in
+// hw::ClusterSpec; apply_cluster_choices (strategies/cli/scenario_keys.cpp) writes them whenever
+// cluster.gpu or one of these keys changes.
+struct ClusterChoices {
+    std::optional<int> gpus_per_node;
+    std::optional<int> scale_up_domain;
+    std::optional<int> nics_per_node;
+    std::optional<double> nic_gbps;
+    std::optional<hw::GpuSystem> system;  // of cluster.gpu
+};
+
 struct TrainingSpec {
     int global_batch = 0;                 // sequences per iteration
     int micro_batch = 1;                  // sequences per micro-batch
@@ -132,6 +145,7 @@ struct Scenario {
     CostSpec cost;
     ReliabilitySpec reliability;  // failures, checkpoints and restarts: goodput at scale
     StackChoices stack;
+    ClusterChoices cluster_choices;
     // sweep axes in file order: dotted key -> values as written (applied with the --set rules)
     std::vector<std::pair<std::string, std::vector<std::string>>> sweep;
 

@@ -24,6 +24,7 @@ NameResolvers builtin_name_resolvers(std::shared_ptr<const hw::Catalog> catalog)
         return m;
     };
     n.gpu_name = [catalog](const std::string& gpu) { return catalog->gpu(gpu).name; };
+    n.gpu_system = [catalog](const std::string& gpu) { return catalog->gpu(gpu).system; };
     return n;
 }
 

@@ -28,6 +28,7 @@ nlohmann::ordered_json cluster_json(const hw::ClusterSpec& c) {
     nlohmann::ordered_json j{{"gpu", c.gpu},
                      {"nodes", c.nodes},
                      {"gpus_per_node", c.gpus_per_node},
+                     {"scale_up_domain", c.domain_gpus()},
                      {"intra_node", hw::to_string(c.intra_node)},
                      {"inter_node", hw::to_string(c.inter_node)},
                      {"nic_gbps", c.nic_gbps},

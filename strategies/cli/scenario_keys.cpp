@@ -65,14 +65,29 @@ void set_attention_mask(Scenario& s, V v, W w, C) {
     else throw InputError(w, fmt::format("unknown attention mask '{}'; allowed: causal, full", v));
 }
 
+// The cluster layout from the keys the scenario gave, else the GPU's rack-scale system, else each
+// key's default: a GB200 cluster is built of NVL72 racks unless the scenario says otherwise.
+void apply_cluster_choices(Scenario& s) {
+    const ClusterChoices& c = s.cluster_choices;
+    const hw::ClusterSpec plain;
+    const std::optional<hw::GpuSystem>& sys = c.system;
+    s.cluster.gpus_per_node = c.gpus_per_node.value_or(sys ? sys->gpus_per_node : plain.gpus_per_node);
+    s.cluster.nics_per_node = c.nics_per_node.value_or(sys ? sys->nics_per_node : plain.nics_per_node);
+    s.cluster.nic_gbps = c.nic_gbps.value_or(sys ? sys->nic_gbps : plain.nic_gbps);
+    s.cluster.scale_up_domain = c.scale_up_domain;
+    if (!c.scale_up_domain && sys) s.cluster.scale_up_domain = sys->scale_up_domain;
+}
+
 void set_gpu(Scenario& s, V v, W w, C c) {
     s.cluster.gpu = std::string(v);
     if (!c.names.gpu_name) return;
     try {
         s.cluster.gpu = c.names.gpu_name(s.cluster.gpu);
+        s.cluster_choices.system = c.names.gpu_system ? c.names.gpu_system(s.cluster.gpu) : std::nullopt;
     } catch (const InputError& e) {
         throw with_location_if_missing(e, w);
     }
+    apply_cluster_choices(s);
 }
 
 // A file named by the scenario: a relative path is taken from the scenario file's folder.
@@ -180,8 +195,12 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"cluster.gpu", "name", "", "a100-sxm-80gb", "`cuboid list gpus`", "GPU model of every node", set_gpu},
     {"cluster.nodes", "integer", "", "1", ">= 1", "nodes in the cluster",
      [](Scenario& s, V v, W w, C) { s.cluster.nodes = int_at_least(v, w, 1); }},
-    {"cluster.gpus_per_node", "integer", "", "8", ">= 1", "GPUs in each node",
-     [](Scenario& s, V v, W w, C) { s.cluster.gpus_per_node = int_at_least(v, w, 1); }},
+    {"cluster.gpus_per_node", "integer", "", "8 (gb200, gb300: 4, a compute tray)", ">= 1", "GPUs in each node",
+     [](Scenario& s, V v, W w, C) { s.cluster_choices.gpus_per_node = int_at_least(v, w, 1); apply_cluster_choices(s); }},
+    {"cluster.scale_up_domain", "integer", "GPUs", "gpus_per_node (gb200, gb300: 72, an NVL72 rack)",
+     "a multiple of gpus_per_node that divides the GPUs",
+     "GPUs per NVLink domain: nodes (trays) whose GPUs share NVLink switches, as GB200 NVL72's 18 trays of 4 GPUs",
+     [](Scenario& s, V v, W w, C) { s.cluster_choices.scale_up_domain = int_at_least(v, w, 1); apply_cluster_choices(s); }},
     {"cluster.intra_node", "name", "", "nvswitch", "nvswitch | nvlink-mesh | pcie", "how GPUs of a node connect",
      [](Scenario& s, V v, W w, C) { s.cluster.intra_node = hw::parse_intra_node_kind(std::string(v), w); }},
     {"cluster.intra_node_gbps", "number", "GB/s (1e9 bytes/s)", "from the GPU catalog", "1.25e-10 .. 1.25e5 (1 bit/s .. 1 Pbit/s)",
@@ -189,10 +208,13 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.cluster.intra_node_gbps = number_between(v, w, L::kMinGigabytesPerSecond, L::kMaxGigabytesPerSecond); }},
     {"cluster.inter_node.kind", "name", "", "infiniband", "infiniband | roce | ethernet", "network between nodes",
      [](Scenario& s, V v, W w, C) { s.cluster.inter_node = hw::parse_inter_node_kind(std::string(v), w); }},
-    {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200", "1e-9 .. 1e6 (1 bit/s .. 1 Pbit/s)", "per NIC, one direction",
-     [](Scenario& s, V v, W w, C) { s.cluster.nic_gbps = number_between(v, w, L::kMinGigabitsPerSecond, L::kMaxGigabitsPerSecond); }},
-    {"cluster.inter_node.nics_per_node", "integer", "", "8", ">= 1", "network adapters per node",
-     [](Scenario& s, V v, W w, C) { s.cluster.nics_per_node = int_at_least(v, w, 1); }},
+    {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200 (gb200: 400; gb300: 800)", "1e-9 .. 1e6 (1 bit/s .. 1 Pbit/s)", "per NIC, one direction",
+     [](Scenario& s, V v, W w, C) {
+         s.cluster_choices.nic_gbps = number_between(v, w, L::kMinGigabitsPerSecond, L::kMaxGigabitsPerSecond);
+         apply_cluster_choices(s);
+     }},
+    {"cluster.inter_node.nics_per_node", "integer", "", "8 (gb200, gb300: 4, one per GPU)", ">= 1", "network adapters per node",
+     [](Scenario& s, V v, W w, C) { s.cluster_choices.nics_per_node = int_at_least(v, w, 1); apply_cluster_choices(s); }},
     {"cluster.inter_node.topology", "name", "", "fat-tree", "fat-tree | rail-optimized | single-switch",
      "shape of the network between nodes",
      [](Scenario& s, V v, W w, C) { s.cluster.topology = hw::parse_network_topology(std::string(v), w); }},

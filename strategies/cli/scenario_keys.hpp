@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,8 @@ namespace cuboid::cli {
 struct NameResolvers {
     std::function<ModelSpec(const std::string& preset)> model_preset;
     std::function<std::string(const std::string& gpu)> gpu_name;  // the catalog name of a name or alias
+    // The rack-scale system a catalog GPU ships in (none for a GPU sold as a part).
+    std::function<std::optional<hw::GpuSystem>(const std::string& gpu)> gpu_system;
 };
 
 struct SetContext {

@@ -130,6 +130,9 @@ Scenario limited_to_max_gpus(Scenario base, const SearchSpace& space) {
     } else {
         base.cluster.nodes = 1;
         base.cluster.gpus_per_node = std::max(1, *space.max_gpus);
+        base.cluster_choices.gpus_per_node = base.cluster.gpus_per_node;  // kept if a later key re-applies the GPU's system
+        base.cluster.scale_up_domain.reset();                             // part of one node: no NVLink domain beyond it
+        base.cluster_choices.scale_up_domain.reset();
     }
     return base;
 }

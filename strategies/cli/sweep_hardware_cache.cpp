@@ -6,8 +6,8 @@ namespace cuboid::cli {
 
 std::string cluster_key(const hw::ClusterSpec& c) {
     // {:a}: hexadecimal floating point, exact, so two specs differing in the last bit differ.
-    return fmt::format("{}|{}|{}|{}|{:a}|{}|{:a}|{}|{}|{:a}|{}", c.gpu, c.nodes, c.gpus_per_node,
-                       static_cast<int>(c.intra_node), c.intra_node_gbps.value_or(-1.0),
+    return fmt::format("{}|{}|{}|{}|{}|{:a}|{}|{:a}|{}|{}|{:a}|{}", c.gpu, c.nodes, c.gpus_per_node,
+                       c.domain_gpus(), static_cast<int>(c.intra_node), c.intra_node_gbps.value_or(-1.0),
                        static_cast<int>(c.inter_node), c.nic_gbps, c.nics_per_node,
                        static_cast<int>(c.topology), c.oversubscription, c.profile.value_or(""));
 }

@@ -48,9 +48,14 @@ void write_setup(std::ostream& out, const Scenario& s) {
                model_origin(m), m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
                m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
     write_import(out, m);
-    fmt::print(out, "cluster   {} nodes x {} {} = {} GPUs; {} in a node; {} x {} Gbit/s {} per node, {}, "
+    // A domain beyond one node is named; one node's, the default, is what "in a node" already says.
+    const std::string domain =
+        c.domain_gpus() > c.gpus_per_node
+            ? fmt::format(" (NVLink domains of {} GPUs, {} nodes each)", c.domain_gpus(), c.domain_gpus() / c.gpus_per_node)
+            : "";
+    fmt::print(out, "cluster   {} nodes x {} {} = {} GPUs; {} in a node{}; {} x {} Gbit/s {} per node, {}, "
                     "oversubscription {}\n",
-               c.nodes, c.gpus_per_node, c.gpu, c.gpus(), hw::to_string(c.intra_node),
+               c.nodes, c.gpus_per_node, c.gpu, c.gpus(), hw::to_string(c.intra_node), domain,
                c.nics_per_node, c.nic_gbps, hw::to_string(c.inter_node),
                hw::to_string(c.topology), c.oversubscription);
     fmt::print(out, "plan      tensor {} x pipeline {} x data {}, {} schedule{}, recompute {}, tensor mode {}{}, "

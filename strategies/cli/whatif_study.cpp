@@ -60,7 +60,7 @@ std::string entry_name(const YAML::Node& entry, const InputLocation& w) {
     return name.Scalar();
 }
 
-constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node", "intra_node", "intra_node_gbps",
+constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node", "scale_up_domain", "intra_node", "intra_node_gbps",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
                                         "node_overhead_w"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",

@@ -49,7 +49,10 @@ void add_network_levels(CommMatrix& m, const hw::ClusterSpec& c, const hw::Catal
     const double eff = net.protocol_efficiency;
     const int nics = std::max(1, c.nics_per_node);
     const BytesPerSecond node_up = gigabits_per_second(c.nic_gbps) * (nics * eff);
-    m.levels.push_back({"node", c.gpus_per_node, node_up, step, true});
+    // An NVLink domain of several nodes is one level: NVLink inside, its nodes' NICs out of it.
+    const int domain_nodes = c.domain_gpus() / c.gpus_per_node;
+    if (c.nodes <= domain_nodes) return;
+    m.levels.push_back({domain_nodes > 1 ? "domain" : "node", c.domain_gpus(), node_up * domain_nodes, step, true});
     if (c.topology == NetworkTopology::SingleSwitch) return;
     // Ports of a leaf split o : 1 between NICs and spines, as the topology builder does.
     const double o = c.oversubscription;
@@ -59,7 +62,7 @@ void add_network_levels(CommMatrix& m, const hw::ClusterSpec& c, const hw::Catal
     // nodes (one port of each rail leaf per node).
     const int nodes_per_unit =
         c.topology == NetworkTopology::FatTree ? std::max(1, down / nics) : down;
-    if (c.nodes <= nodes_per_unit) return;
+    if (c.nodes <= nodes_per_unit || (domain_nodes > 1 && nodes_per_unit <= domain_nodes)) return;
     m.levels.push_back({c.topology == NetworkTopology::FatTree ? "leaf" : "scalable-unit",
                         nodes_per_unit * c.gpus_per_node, node_up * (nodes_per_unit / o), step, true});
 }

@@ -12,31 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/binary_run.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
 
 using cuboid::cli::test::contains;
 using cuboid::cli::test::Outcome;
+using cuboid::cli::test::run_cuboid;
 using nlohmann::json;
 
 namespace {
-
-// Runs the binary through the shell, stdout captured, stderr into a file.
-Outcome run_cuboid(const std::string& args) {
-    const auto err_path = std::filesystem::temp_directory_path() / "cuboid_binary_test.err";
-    const std::string command = std::string("'") + CUBOID_BINARY + "' " + args + " 2> '" + err_path.string() + "'";
-    Outcome o;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe);
-    std::array<char, 4096> chunk{};
-    while (const std::size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) o.out.append(chunk.data(), n);
-    const int status = pclose(pipe);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_path);
-    o.err.assign(std::istreambuf_iterator<char>(err), {});
-    std::filesystem::remove(err_path);
-    return o;
-}
 
 const std::string kDefault = std::string(CUBOID_SOURCE_DIR) + "/scenarios/default.yaml";
 

@@ -1,0 +1,37 @@
+// The built `cuboid` executable run through the shell as a script would run it (the tests that
+// drive the binary; CUBOID_BINARY names it).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "tests/cli/cli_outcome.hpp"
+
+namespace cuboid::cli::test {
+
+// Runs `cuboid ARGS`, stdout captured, stderr into a file read back.
+inline Outcome run_cuboid(const std::string& args) {
+    const auto err_path = std::filesystem::temp_directory_path() / "cuboid_binary_test.err";
+    const std::string command = std::string("'") + CUBOID_BINARY + "' " + args + " 2> '" + err_path.string() + "'";
+    Outcome o;
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe);
+    std::array<char, 4096> chunk{};
+    while (const std::size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) o.out.append(chunk.data(), n);
+    const int status = pclose(pipe);
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream err(err_path);
+    o.err.assign(std::istreambuf_iterator<char>(err), {});
+    std::filesystem::remove(err_path);
+    return o;
+}
+
+}  // namespace cuboid::cli::test
