@@ -88,8 +88,21 @@ std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, cons
     return needs;
 }
 
+// GPUs per NVLink domain a job of `nodes` trays gets on racks of the GPU's system (GB200 NVL72:
+// 18 trays): Megatron-Bridge's launcher asks Slurm for --segment = the largest divisor of the node
+// count not above the trays of a rack, so its 64-tray runs get four 16-tray domains
+// (NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/executors.py; hardware.md §1.3).
+// nullopt for a GPU without a rack-scale system.
+std::optional<int> segment_domain(const std::optional<hw::GpuSystem>& system, int nodes, int per_node) {
+    if (!system || per_node != system->gpus_per_node) return std::nullopt;
+    int segment = std::min(nodes, system->scale_up_domain / system->gpus_per_node);
+    while (nodes % segment != 0) --segment;
+    return segment * per_node;
+}
+
 // The row's fields as `--set` overrides on its block's base scenario.
-std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::string& catalog_gpu) {
+std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::string& catalog_gpu,
+                                   const std::optional<hw::GpuSystem>& system) {
     const auto text = [&](const char* column) -> const std::string& { return t.text(r, column); };
     const auto whole = [&](const char* column) {
         const std::optional<int> v = count(t, r, column);
@@ -131,6 +144,8 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         "parallel.dp_overlap=true",
         fmt::format("training.micro_batch={}", mb), fmt::format("training.global_batch={}", gb),
         "training.precision=" + cuboid_precision(text("precision"))};
+    if (const auto domain = segment_domain(system, gpus / per_node, per_node))
+        sets.push_back(fmt::format("cluster.scale_up_domain={}", *domain));
     if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
     if (!t.empty(r, "ffn_hidden")) sets.push_back("model.ffn_hidden=" + text("ffn_hidden"));
     // Blank: the base scenario's (not stated by the source).
@@ -173,7 +188,7 @@ ModernJob modern_job(const CsvTable& t, std::size_t r, const cli::NameResolvers&
         job.needs = missing_features(t, r, catalog_gpu);
         if (job.needs.empty()) {
             job.scenario_path = fmt::format("{}/modern/{}/{}.yaml", options.scenario_dir, row.block, catalog_gpu);
-            job.sets = overrides(t, r, catalog_gpu);
+            job.sets = overrides(t, r, catalog_gpu, names.gpu_system ? names.gpu_system(catalog_gpu) : std::nullopt);
         }
     } catch (const std::exception& e) {
         row.check.failure = e.what();
