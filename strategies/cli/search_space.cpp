@@ -76,6 +76,10 @@ void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out
 SearchSpace default_search_space(const Scenario& base) {
     SearchSpace sp;
     sp.tensor = powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(base.cluster.gpus_per_node, base.cluster.gpus())));
+    // An NVLink domain of several nodes (GB200 NVL72) keeps larger tensor groups on NVLink: the
+    // powers of two that tile it (8 on 72 GPUs).
+    for (int t = 2 * base.cluster.gpus_per_node; t <= base.cluster.domain_gpus() && t <= base.cluster.gpus(); t *= 2)
+        if (base.cluster.domain_gpus() % t == 0 && t % base.cluster.gpus_per_node == 0) sp.tensor.push_back(t);
     sp.pipeline = powers_of_two_up_to(std::max(1, base.model.layers));
     sp.micro_batch = {1, 2, 4, 8};
     sp.schedule = all_names(schedule_names());

@@ -256,3 +256,21 @@ TEST_CASE("the search table shows days, cost and energy to train when the scenar
     CHECK(plain.find("days") == std::string::npos);
     CHECK(plain.find("energy") == std::string::npos);
 }
+
+TEST_CASE("search: the tensor degrees reach into a multi-node NVLink domain", "[cli][search][scale_up_domain]") {
+    // A100 nodes of 8: powers of two up to the node, as before.
+    CHECK(default_search_space(tiny_gpt()).tensor == std::vector<int>{1, 2, 4, 8});
+    // A GB200 NVL72 rack (trays of 4, 72 per domain): 8 tiles the rack, 16 does not.
+    const Scenario rack = load_scenario_text(
+        "name: rack\nmodel: {layers: 8, hidden: 1024, heads: 16, seq_len: 1024, vocab: 32000}\n"
+        "cluster: {gpu: gb200, nodes: 18}\ntraining: {global_batch: 72}\n",
+        "rack.yaml", "", builtin_name_resolvers());
+    CHECK(default_search_space(rack).tensor == std::vector<int>{1, 2, 4, 8});
+    CHECK(rack.cluster.gpus_per_node == 4);
+    // Two-tray domains of 8: tensor 8 spans both trays.
+    Scenario pairs = rack;
+    pairs.cluster.scale_up_domain = 8;
+    CHECK(default_search_space(pairs).tensor == std::vector<int>{1, 2, 4, 8});
+    pairs.cluster.scale_up_domain = 4;
+    CHECK(default_search_space(pairs).tensor == std::vector<int>{1, 2, 4});
+}
