@@ -73,7 +73,7 @@ void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out
 
 }  // namespace
 
-SearchSpace default_search_space(const Scenario& base) {
+SearchSpace full_search_space(const Scenario& base) {
     SearchSpace sp;
     sp.tensor = powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(base.cluster.gpus_per_node, base.cluster.gpus())));
     // An NVLink domain of several nodes (GB200 NVL72) keeps larger tensor groups on NVLink: the
@@ -89,6 +89,18 @@ SearchSpace default_search_space(const Scenario& base) {
     sp.overlap_chunks = {1, 2};
     sp.sequence_parallel = {false, true};
     sp.zero_stage = {0, 1, 2, 3};
+    return sp;
+}
+
+SearchSpace default_search_space(const Scenario& base) {
+    SearchSpace sp = full_search_space(base);
+    sp.micro_batch = {1, 2, 4};
+    sp.schedule = {"1f1b", "interleaved"};
+    sp.recompute = {"selective", "full"};
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.sequence_parallel = {true};
+    sp.zero_stage = {0, 1};
     return sp;
 }
 

@@ -26,10 +26,18 @@ struct SearchSpace {
     std::optional<int> max_gpus;            // search on at most this many GPUs of the cluster
 };
 
-// Every dimension at its default: powers of two for tensor (up to a node) and pipeline (up to the
-// layers), micro-batch 1-8, every schedule (interleaved with 2 and 4 chunks), every recompute
+// Every value of every dimension: powers of two for tensor (up to a node) and pipeline (up to
+// the layers), micro-batch 1-8, every schedule (interleaved with 2 and 4 chunks), every recompute
 // policy and tensor mode, overlap 1 and 2 chunks, sequence parallelism off and on, ZeRO 0-3.
 // Values that the plan validation rejects for a model or cluster are skipped when searched.
+SearchSpace full_search_space(const Scenario& base);
+
+// The space searched when the scenario has no `search:` section, and the value of each key a
+// `search:` section leaves out: the plans a Megatron-LM user tries first (docs/search.md).
+// Tensor and pipeline as in the full space; micro-batch 1, 2, 4; 1F1B and interleaved (2 and 4
+// chunks); selective and full recompute; 1-D tensor parallelism with sequence parallelism and
+// no chunked overlap; ZeRO 0 and 1 (the distributed optimizer). A few hundred candidates at any
+// cluster size, where the full space has tens of thousands.
 SearchSpace default_search_space(const Scenario& base);
 
 // The fixed axes of a search: the plan keys it sets, in this order.
