@@ -31,8 +31,8 @@ constexpr const char* kUsage =
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--fold] [--quiet]\n"
     "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--memory-headroom F] [--no-fold] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
-    "       cuboid whatif STUDY.yaml [--threads N] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
+    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
+    "       cuboid whatif STUDY.yaml [--threads N] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
@@ -60,8 +60,11 @@ po::options_description visible_options() {
         ("max-events", po::value<double>(),
          "run, sweep, search: refuse a plan estimated to take more simulator events (default 1e11)")  //
         ("max-memory", po::value<double>(),
-         "run, sweep, search: refuse a plan estimated to need more GiB to simulate (default: physical memory)")  //
-        ("quiet,q", "no human-readable report (sweep: no table, no progress line)");
+         "run, sweep, search: refuse a plan estimated to need more GiB to simulate (default: physical memory); "
+         "search, whatif: also stop once the process holds more GiB, writing what was found, marked partial")  //
+        ("time-limit", po::value<double>(),
+         "search, whatif: stop after S seconds, writing what was found, marked partial")  //
+        ("quiet,q", "no human-readable report (sweep, search, whatif: no table, no progress line)");
     return o;
 }
 
@@ -130,8 +133,11 @@ WorkLimits work_limits(const Parsed& p) {
     return limits;
 }
 
+// Progress only where a person watches: the process's own standard error, on a terminal.
+bool watched(const std::ostream& err) { return &err == &std::cerr && isatty(STDERR_FILENO); }
+
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold", "memory-headroom"});
+    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold", "memory-headroom", "time-limit"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -145,7 +151,7 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
 }
 
 int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "max-gpus", "fold"});
+    reject_options(p, {"trace", "print-schedule", "max-gpus", "fold", "time-limit"});
     SweepRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -154,8 +160,7 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "threads", r.threads);
     take(p, "top", r.top);
     r.quiet = p.vm.count("quiet") > 0;
-    // Progress only where a person watches: the process's own standard error, on a terminal.
-    r.progress = &err == &std::cerr && isatty(STDERR_FILENO);
+    r.progress = watched(err);
     r.fold = p.vm.count("no-fold") == 0;
     take(p, "memory-headroom", r.memory_headroom);
     r.limits = work_limits(p);
@@ -175,14 +180,19 @@ int search(const Parsed& p, std::ostream& out, std::ostream& err) {
     r.quiet = p.vm.count("quiet") > 0;
     r.fold = p.vm.count("no-fold") == 0;
     take(p, "memory-headroom", r.memory_headroom);
+    take(p, "time-limit", r.time_limit_s);
     r.limits = work_limits(p);
+    r.progress = watched(err);
     return search_command(r, out, err);
 }
 
 int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold", "max-events", "max-memory", "memory-headroom"});
+    reject_options(p, {"trace", "print-schedule", "set", "top", "max-gpus", "fold", "no-fold", "max-events", "memory-headroom"});
     WhatifRequest r;
     r.study_path = one_operand(p, "study file");
+    take(p, "time-limit", r.time_limit_s);
+    if (p.vm.count("max-memory")) r.max_memory_bytes = work_limits(p).max_memory_bytes;
+    r.progress = watched(err);
     take(p, "csv", r.csv);
     take(p, "json", r.json);
     take(p, "threads", r.threads);

@@ -1,5 +1,7 @@
 #include "strategies/cli/run_command.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -49,6 +51,11 @@ void check_memory_headroom(double fraction) {
     if (!(fraction >= 0.0 && fraction < 1.0))
         throw InputError({"", 0, "--memory-headroom"},
                          fmt::format("expected a fraction of GPU memory in [0, 1), e.g. 0.1, got {}", fraction));
+}
+
+void check_time_limit(const std::optional<double>& seconds) {
+    if (seconds && !(*seconds > 0.0 && std::isfinite(*seconds)))
+        throw InputError({"", 0, "--time-limit"}, fmt::format("expected a positive number of seconds, got {}", *seconds));
 }
 
 Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,

@@ -38,6 +38,9 @@ Scenario prepare_scenario(const RunRequest& request, const NameResolvers& names,
 // --memory-headroom (sweep, search): a fraction in [0, 1), else InputError naming the option.
 void check_memory_headroom(double fraction);
 
+// --time-limit (search, whatif): absent, or a positive finite number of seconds, else InputError.
+void check_time_limit(const std::optional<double>& seconds);
+
 // Throws InputError for bad input, sim::OutputError for an output it could not write; returns kExitOk or kExitOutOfMemory.
 int run_command(const RunRequest& request, std::ostream& out, std::ostream& err);
 

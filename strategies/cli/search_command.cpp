@@ -13,6 +13,8 @@
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_config.hpp"
 #include "strategies/cli/search_output.hpp"
+#include "strategies/cli/sweep_interrupt.hpp"
+#include "strategies/cli/sweep_progress.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -25,11 +27,20 @@ void check_search_request(const SearchRequest& r) {
     for (const auto& [option, v] : positive)
         if (v && *v < 1) throw InputError({"", 0, option}, fmt::format("expected an integer >= 1, got {}", *v));
     check_memory_headroom(r.memory_headroom);
+    check_time_limit(r.time_limit_s);
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
 }
 
 int search_exit_code(const SearchResult& r, std::ostream& err) {
+    if (r.plans.interrupted_by) {
+        fmt::print(err, "cuboid: search {}: {} plans simulated, written marked partial\n", r.plans.stopped,
+                   r.counts.simulated);
+        return 128 + r.plans.interrupted_by;
+    }
+    if (!r.plans.stopped.empty())
+        fmt::print(err, "cuboid: search stopped: {}; the plans found so far are written, marked partial\n",
+                   r.plans.stopped);
     if (!r.first_error.empty() || r.plans.count(PointStatus::Error) > 0) {
         fmt::print(err, "cuboid: internal error (please report): {}\n",
                    r.first_error.empty() ? "a simulated plan failed" : r.first_error);
@@ -73,7 +84,19 @@ int search_command(const SearchRequest& request, std::ostream& out, std::ostream
     options.keep = request.top.value_or(kDefaultTop);
     options.fold = request.fold;
     options.memory_headroom = request.memory_headroom;
+    const SweepInterrupt interrupt;
+    LongWorkLimits limits;
+    limits.time_limit_s = request.time_limit_s;
+    if (request.limits.max_memory_bytes > 0.0) limits.max_memory_bytes = request.limits.max_memory_bytes;
+    LongWorkStop stop(&interrupt.flag(), limits);
+    options.stop = &stop;
+    AbandonedWorkers abandoned;  // after what its workers read: joined first, once the outputs are written
+    options.abandoned = &abandoned;
+    SweepProgress line(err);
+    if (request.progress && !request.quiet)
+        options.progress = [&](const SearchProgress& p) { line.show(search_progress_text(p)); };
     const SearchResult r = run_search(base, space, names, cache, options);
+    line.end();
 
     const int top = options.keep;
     if (csv.given()) {

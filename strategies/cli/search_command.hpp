@@ -23,10 +23,15 @@ struct SearchRequest {
     bool quiet = false;
     bool fold = true;                  // false (--no-fold): simulate every rank of every plan
     double memory_headroom = 0.0;      // --memory-headroom: the fraction of GPU memory left free
+    std::optional<double> time_limit_s;  // --time-limit: stop and write what was found after this long
+    bool progress = false;             // a progress line on standard error (a terminal)
 };
 
 // 0 with a plan that fits; 3 when valid plans exist but none fits; 2 when no plan is valid (or
-// bad input, thrown as InputError before the search); 1 after an internal error.
+// bad input, thrown as InputError before the search); 1 after an internal error; 128 + the signal
+// when SIGINT, SIGTERM or SIGHUP stopped it. A search stopped by --time-limit or --max-memory
+// (the process's resident memory) writes the plans found so far, marked partial, and exits as a
+// complete one would with those plans.
 int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err);
 
 }  // namespace cuboid::cli

@@ -11,7 +11,8 @@
 
 namespace cuboid::cli {
 
-enum class CandidateStatus { Feasible, OutOfMemory, Invalid, Error };
+// NotChecked: a candidate the search never reached (it was stopped before).
+enum class CandidateStatus { Feasible, OutOfMemory, Invalid, Error, NotChecked };
 
 struct CandidateCheck {
     CandidateStatus status = CandidateStatus::Error;

@@ -30,8 +30,10 @@ void write_breakdown(std::ostream& out, const RunResult& x) {
 
 std::string search_summary(const SearchResult& r) {
     const SearchCounts& c = r.counts;
-    return fmt::format("{} candidates: {} invalid, {} pruned by memory, {} pruned by bound, {} simulated",
-                       c.candidates, c.invalid, c.pruned_memory, c.pruned_bound, c.simulated);
+    std::string text = fmt::format("{} candidates: {} invalid, {} pruned by memory, {} pruned by bound, {} simulated",
+                                   c.candidates, c.invalid, c.pruned_memory, c.pruned_bound, c.simulated);
+    if (c.not_reached) text += fmt::format(", {} not reached", c.not_reached);
+    return text;
 }
 
 std::string plan_text(const SweepResult& p, std::size_t i) {
@@ -58,6 +60,9 @@ void write_search_table(std::ostream& out, const SearchResult& r, int top) {
     fmt::print(out, "space     {}\n", search_summary(r));
     fmt::print(out, "time      {:.2f} s on {} threads ({:.2f} s checking memory and bounds, {:.2f} s simulating)\n\n",
                r.wall_s, p.threads, r.check_wall_s, r.wall_s - r.check_wall_s);
+    if (p.partial())
+        fmt::print(out, "partial   {}: the best plans found so far, not proven the best of the space\n\n",
+                   p.partial_reason());
     const auto rows = top_plans(r, top);
     if (rows.empty()) {
         fmt::print(out, "no plan of the space is valid and fits in GPU memory\n");
@@ -93,6 +98,11 @@ nlohmann::ordered_json search_json(const SearchResult& r, int top) {
                    {"threads", r.plans.threads},
                    {"check_wall_s", r.check_wall_s},
                    {"wall_s", r.wall_s}};
+    if (c.not_reached) j["search"]["not_reached"] = c.not_reached;
+    if (r.plans.partial()) {
+        j["search"]["partial"] = true;
+        j["search"]["reason"] = r.plans.partial_reason();
+    }
     j["plans"] = nlohmann::ordered_json::array();
     for (const std::size_t i : top_plans(r, top)) {
         auto row = sweep_row_json(r.plans, i);

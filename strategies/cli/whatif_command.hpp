@@ -13,11 +13,16 @@ struct WhatifRequest {
     std::optional<std::string> csv;    // file or "-"
     std::optional<std::string> json;   // file or "-"
     bool quiet = false;
+    std::optional<double> time_limit_s;      // --time-limit
+    std::optional<double> max_memory_bytes;  // --max-memory: the process's resident memory
+    bool progress = false;                   // a progress line on standard error (a terminal)
 };
 
 // Throws InputError for a bad study (file:line:key). 0 when every pair has a plan that fits;
 // 3 when some pair has none (its row says why; the others are still reported); 1 after an
-// internal error.
+// internal error; 128 + the signal after SIGINT, SIGTERM or SIGHUP. Each pair's row is written to
+// the --csv / --json files as soon as its search ends; a study stopped early (a signal,
+// --time-limit, --max-memory, an internal error) writes the rows done, marked partial.
 int whatif_command(const WhatifRequest& request, std::ostream& out, std::ostream& err);
 
 }  // namespace cuboid::cli

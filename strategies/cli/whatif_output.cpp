@@ -14,6 +14,7 @@ constexpr double kSecondsPerDay = 86400.0;
 
 std::string row_status(const WhatifRow& row) {
     if (row.best) return "ok";
+    if (!row.search.plans.stopped.empty()) return "stopped";
     return row.search.counts.pruned_memory > 0 ? "no plan fits" : "no valid plan";
 }
 
@@ -53,6 +54,11 @@ std::string csv_text(const nlohmann::ordered_json& v) {
 
 }  // namespace
 
+std::string partial_reason(const WhatifResult& r) {
+    if (!r.stopped.empty()) return r.stopped;
+    return r.partial() ? "in progress" : "";
+}
+
 nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
     const WhatifRow& row = r.rows[i];
     const Scenario& s = row.scenario;
@@ -91,6 +97,10 @@ nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
     const SearchCounts& c = row.search.counts;
     j["search"] = {{"candidates", c.candidates}, {"invalid", c.invalid},         {"pruned_memory", c.pruned_memory},
                    {"pruned_bound", c.pruned_bound}, {"simulated", c.simulated}, {"wall_s", row.search.wall_s}};
+    if (row.search.plans.partial()) {
+        j["search"]["partial"] = true;
+        j["search"]["reason"] = row.search.plans.partial_reason();
+    }
     return j;
 }
 
@@ -101,6 +111,12 @@ nlohmann::ordered_json whatif_json(const WhatifResult& r) {
     j["pue"] = r.pue;
     j["threads"] = r.threads;
     j["wall_s"] = r.wall_s;
+    if (r.partial()) {
+        j["partial"] = true;
+        j["pairs_done"] = r.pairs_done();
+        j["pairs_total"] = r.pairs_total;
+        j["reason"] = partial_reason(r);
+    }
     j["rows"] = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < r.rows.size(); ++i) j["rows"].push_back(whatif_row_json(r, i));
     j["winners"] = nlohmann::ordered_json::array();
@@ -124,6 +140,8 @@ void write_whatif_csv(std::ostream& out, const WhatifResult& r) {
         "plan/virtual_stages", "plan/recompute", "plan/tensor_mode", "plan/overlap_chunks",
         "plan/sequence_parallel", "plan/zero_stage", "iteration_time_s", "tokens_per_s", "mfu", "peak_memory_gb",
         "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"};
+    if (r.partial())
+        fmt::print(out, "# partial: {} of {} pairs done ({})\n", r.pairs_done(), r.pairs_total, partial_reason(r));
     for (std::size_t k = 0; k < columns.size(); ++k) {
         std::string title = columns[k];
         std::replace(title.begin(), title.end(), '/', '.');
@@ -143,6 +161,8 @@ void write_whatif_csv(std::ostream& out, const WhatifResult& r) {
 void write_whatif_table(std::ostream& out, const WhatifResult& r) {
     fmt::print(out, "what-if   {} ({}), PUE {:.2f}, {:.1f} s on {} threads\n", r.name, r.source_file, r.pue, r.wall_s,
                r.threads);
+    if (r.partial())
+        fmt::print(out, "partial   {} of {} pairs done ({})\n", r.pairs_done(), r.pairs_total, partial_reason(r));
     for (const auto& model : model_names(r)) {
         fmt::print(out, "\nmodel {}\n{:<16} {:>6} {:>8} {:>9} {:>11} {:>11} {:>10} {:>6}  {:<14} {}\n", model, "cluster",
                    "GPUs", "days", "GPU-hours", "cost USD", "energy MWh", "$/GPU-h", "MFU %", "wins", "best plan");

@@ -1,9 +1,12 @@
 #include "strategies/cli/whatif_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/search_output.hpp"
+
+#include <fmt/format.h>
 
 namespace cuboid::cli {
 
@@ -21,22 +24,54 @@ void fill_training_figures(WhatifRow& row, double pue) {
     row.energy_kwh = row.scenario.cluster.nodes * row.scenario.cost.node_power_kw.value_or(0.0) * hours * pue;
 }
 
-WhatifResult run_whatif(const Study& study, const NameResolvers& names, int threads) {
+std::size_t WhatifResult::pairs_done() const {
+    return static_cast<std::size_t>(
+        std::count_if(rows.begin(), rows.end(), [](const WhatifRow& row) { return row.search.plans.stopped.empty(); }));
+}
+
+WhatifResult run_whatif(const Study& study, const NameResolvers& names, const WhatifOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     const hw::Catalog catalog = hw::Catalog::load_builtin();
-    WhatifResult r{study.name, study.source_file, study.pue, {}, threads, 0.0};
-    SearchOptions options;
-    options.threads = threads;
-    options.keep = 1;
+    WhatifResult r{study.name, study.source_file, study.pue, {}, options.threads, 0.0};
+    r.pairs_total = study.clusters.size() * study.models.size();
+    SearchOptions search;
+    search.threads = options.threads;
+    search.keep = 1;
+    search.stop = options.stop;
     for (const StudyCluster& cluster : study.clusters) {
-        HardwareCache cache(catalog);  // one cluster's model, shared by its models' searches
+        // One cluster's model, shared by its models' searches and released with them: a study's
+        // memory is that of its largest cluster, not of all of them.
+        HardwareCache cache(catalog);
         for (const StudyModel& model : study.models) {
+            if (options.stop && options.stop->poll()) break;
             WhatifRow row{cluster.name, model.name, pair_scenario(study, cluster, model), {}, {}, 0, 0, 0, 0};
-            row.search = run_search(row.scenario, pair_space(study, row.scenario), names, cache, options);
+            if (options.progress) {
+                const std::string pair = fmt::format("pair {}/{} {} {}", r.rows.size() + 1, r.pairs_total,
+                                                     cluster.name, model.name);
+                search.progress = [&, pair](const SearchProgress& p) {
+                    options.progress(pair + ": " + search_progress_text(p));
+                };
+            }
+            try {
+                row.search = run_search(row.scenario, pair_space(study, row.scenario), names, cache, search);
+            } catch (const std::exception& e) {
+                // A bug in one pair: the rows so far are kept and written, marked partial.
+                if (options.stop) options.stop->stop_for(fmt::format("internal error in {} {}: {}", cluster.name,
+                                                                     model.name, e.what()));
+                r.stopped = fmt::format("internal error in {} {}: {}", cluster.name, model.name, e.what());
+                break;
+            }
             row.best = best_plan(row.search);
             fill_training_figures(row, study.pue);
             r.rows.push_back(std::move(row));
+            r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (options.row_done) options.row_done(r);
         }
+        if (!r.stopped.empty() || (options.stop && options.stop->stopped())) break;
+    }
+    if (options.stop && options.stop->stopped() && r.stopped.empty()) {
+        r.stopped = options.stop->reason();
+        r.interrupted_by = options.stop->signal();
     }
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;

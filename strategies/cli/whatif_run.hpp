@@ -2,6 +2,7 @@
 // model's token budget on that cluster with that plan costs: time, GPU-hours, money, energy.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,15 +29,35 @@ struct WhatifResult {
     std::string name;
     std::string source_file;
     double pue = 1.0;
-    std::vector<WhatifRow> rows;   // clusters outer, models inner, in file order
+    std::vector<WhatifRow> rows;   // clusters outer, models inner, in file order (those done so far)
     int threads = 1;
     double wall_s = 0.0;
+    std::size_t pairs_total = 0;   // the pairs of the study
+    std::string stopped;           // why the study ended early (signal, limit, internal error); empty: it did not
+    int interrupted_by = 0;        // the signal that stopped it; 0: none
+
+    // Marked partial: stopped early, or some pairs still to come (a row written while it runs).
+    bool partial() const { return !stopped.empty() || rows.size() < pairs_total; }
+    // Rows whose search ran to its end (a stop leaves the row of the pair it cut, partial itself).
+    std::size_t pairs_done() const;
+};
+
+struct WhatifOptions {
+    int threads = 1;
+    LongWorkStop* stop = nullptr;  // as SearchOptions::stop, for every pair's search
+    // Called with the rows so far after each pair's search ends (its row included).
+    std::function<void(const WhatifResult&)> row_done;
+    // The progress of the pair being searched ("pair 3/12 h100-4k llama3-70b: ...").
+    std::function<void(const std::string&)> progress;
 };
 
 // The figures of a row from its best plan's simulation (a row without a best plan is left at 0).
 void fill_training_figures(WhatifRow& row, double pue);
 
-WhatifResult run_whatif(const Study& study, const NameResolvers& names, int threads);
+// The pairs one after another, each searched on options.threads. A stop (signal, limit) ends the
+// pair in progress with the plans it found (its row is kept, its search marked partial) and
+// leaves the pairs after it out; an internal error in a pair stops the study the same way.
+WhatifResult run_whatif(const Study& study, const NameResolvers& names, const WhatifOptions& options);
 
 enum class Criterion { Time, Cost, Energy };
 // The row index of the winner of `model` by a criterion (lowest value), none if no row has a plan.

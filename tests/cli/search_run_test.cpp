@@ -34,7 +34,7 @@ Scenario tiny_gpt() { return load_scenario_text(kTinyGpt, "tiny.yaml", "", built
 // Every schedule and recompute policy, three tensor and pipeline degrees, two micro-batches,
 // sequence parallelism and ZeRO on and off (about 500 candidates).
 SearchSpace small_space(const Scenario& base) {
-    SearchSpace sp = default_search_space(base);
+    SearchSpace sp = full_search_space(base);
     sp.tensor = {1, 2, 4};
     sp.pipeline = {1, 2, 4};
     sp.micro_batch = {1, 2};
@@ -273,4 +273,83 @@ TEST_CASE("search: the tensor degrees reach into a multi-node NVLink domain", "[
     CHECK(default_search_space(pairs).tensor == std::vector<int>{1, 2, 4, 8});
     pairs.cluster.scale_up_domain = 4;
     CHECK(default_search_space(pairs).tensor == std::vector<int>{1, 2, 4});
+}
+
+TEST_CASE("the default space's top plans are those of its exhaustive sweep", "[search]") {
+    // The space a scenario without a search: section gets, at a small size: the bound prunes it
+    // without losing any of the top plans, on several threads taking plans in bound order.
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    const Scenario base = tiny_gpt();
+    const SearchSpace space = default_search_space(base);
+    CHECK(space.schedule == std::vector<std::string>{"1f1b", "interleaved"});
+    CHECK(space.tensor_mode == std::vector<std::string>{"1d"});
+    const auto search = [&](bool exhaustive) {
+        HardwareCache cache(catalog);
+        SearchOptions o;
+        o.threads = 2;
+        o.keep = 3;
+        o.exhaustive = exhaustive;
+        return run_search(base, space, names, cache, o);
+    };
+    const SearchResult bnb = search(false), all = search(true);
+    REQUIRE(best_plan(all));
+    CHECK(top_times(bnb, 3) == top_times(all, 3));
+    CHECK(bnb.counts.pruned_bound > 0);
+    // Far fewer candidates than the full space of the same scenario.
+    CHECK(all.counts.candidates * 10 < search_candidates(full_search_space(base), base).points.size());
+    const SearchCounts& c = bnb.counts;
+    CHECK(c.invalid + c.pruned_memory + c.pruned_bound + c.simulated == c.candidates);
+}
+
+TEST_CASE("a search stopped by a limit keeps the plans it finished, marked partial", "[search]") {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    // A memory limit the process already exceeds: the first poll stops the search.
+    LongWorkStop stop(nullptr, {std::nullopt, 1.0});
+    std::vector<SearchProgress> seen;
+    SearchOptions o;
+    o.threads = 2;
+    o.stop = &stop;
+    o.progress = [&](const SearchProgress& p) { seen.push_back(p); };
+    const SearchResult r = run_search(base, small_space(base), names, cache, o);
+    CHECK(stop.stopped());
+    CHECK(stop.signal() == 0);
+    CHECK(r.plans.partial());
+    CHECK(r.plans.stopped.rfind("memory limit of ", 0) == 0);
+    CHECK(r.plans.interrupted_by == 0);
+    const SearchCounts& c = r.counts;
+    CHECK(c.not_reached > 0);
+    CHECK(c.pruned_bound == 0);
+    CHECK(c.invalid + c.pruned_memory + c.simulated + c.not_reached == c.candidates);
+    // The outputs say so.
+    CHECK(search_json(r, 3)["search"]["partial"] == true);
+    std::ostringstream table;
+    write_search_table(table, r, 3);
+    CHECK(table.str().find("partial   memory limit of ") != std::string::npos);
+    // The watcher reported progress, the last report at the end of the (cut) simulation phase.
+    REQUIRE_FALSE(seen.empty());
+    CHECK(seen.back().simulating);
+    CHECK(seen.back().candidates == c.candidates);
+}
+
+TEST_CASE("the search progress line names what was bounded, simulated and pruned", "[search]") {
+    SearchProgress p;
+    p.candidates = 640;
+    p.bounded = 640;
+    p.simulated = 12;
+    p.pruned = 580;
+    p.best_s = 2.11;
+    p.elapsed_s = 41.2;
+    p.left_s = 20.4;
+    p.simulating = true;
+    CHECK(search_progress_text(p) ==
+          "search: 640/640 bounded, 12 simulated, 580 pruned, best 2.11 s, 41 s elapsed, ~20 s left at most");
+    p.best_s.reset();
+    p.left_s.reset();
+    p.simulating = false;
+    p.bounded = 100;
+    CHECK(search_progress_text(p) == "search: 100/640 bounded, 12 simulated, 580 pruned, 41 s elapsed");
 }
