@@ -10,6 +10,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace cuboid::cli {
 namespace {
 
@@ -202,6 +206,12 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
             // the simulation's state are released when run_point returns.
             PointOutcome o = run_point(base, st->candidates.axes, st->candidates.points[plan], names, hardware, fold,
                                        build_threads, cancel, headroom);
+#if defined(__GLIBC__)
+            // The plan's program and simulation state are freed by now; hand the pages back, so
+            // that the process's memory is that of the plans in flight, not the high-water mark
+            // of every plan so far spread over the allocator's arenas.
+            malloc_trim(0);
+#endif
             const std::lock_guard lock(q.mutex);
             if (o.status == PointStatus::Ok) q.ok_times.push_back(o.result->iteration_time_s);
             if (o.status != PointStatus::NotRun) q.busy_s += std::chrono::duration<double>(Clock::now() - t0).count();
