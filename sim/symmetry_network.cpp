@@ -63,13 +63,26 @@ public:
     const std::vector<std::uint32_t>& images() const { return image_; }
 
     // Maps every link of `plan` by matching routes between members of `ranks`: ring neighbours
-    // first (what ring plans cross), then every ordered pair, until none is left. False when a
-    // route pair disagrees with an earlier binding or a link stays unmapped.
+    // first (what ring plans cross), then the edges of the two binary trees laid out as heaps
+    // over the members, one mirrored (what tree plans cross when each member is on a node of its
+    // own), then every ordered pair, until none is left. False when a route pair disagrees with
+    // an earlier binding or a link stays unmapped. A plan link's image is forced by any route
+    // pair through it, so which pairs bind it changes the cost, not the map (and the quotient
+    // reads only plan links, whose images the plan comparison then checks); the order matters
+    // because a data-parallel group of a thousand members has a million pairs, and matching all
+    // of them cost more than the simulation folding saves.
     bool cover(const TransferPlan& plan, std::span<const std::uint32_t> ranks) {
         if (!broken_ && all_mapped(plan)) return true;
         const std::size_t n = ranks.size();
         for (std::size_t i = 0; i < n && !broken_; ++i) {
             if (!match(ranks[i], ranks[(i + 1) % n]) || !match(ranks[(i + 1) % n], ranks[i])) return false;
+        }
+        if (!broken_ && all_mapped(plan)) return true;
+        for (std::size_t i = 1; i < n && !broken_; ++i) {
+            const std::size_t parent = (i - 1) / 2;
+            const std::uint32_t a = ranks[i], b = ranks[parent];
+            const std::uint32_t ma = ranks[n - 1 - i], mb = ranks[n - 1 - parent];
+            if (!match(a, b) || !match(b, a) || !match(ma, mb) || !match(mb, ma)) return false;
         }
         for (std::size_t i = 0; i < n && !broken_ && !all_mapped(plan); ++i) {
             for (std::size_t j = 0; j < n; ++j) {
