@@ -75,6 +75,7 @@ FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, 
     f.owner = owner;
     f.active = true;
     f.is_new = true;
+    f.bytes = bytes.value;
     f.remaining = bytes.value;
     f.done_below = std::max(kDoneBytes, kDoneFraction * bytes.value);
     f.rate = 0.0;
@@ -97,9 +98,10 @@ void FlowNetwork::finish(FlowId id, Time now) {
     FlowState& f = flows_[id];
     assert(f.active);
     advance(f, now.value);
-    // The completion time was rounded up, so what is left is rounding slack: deliver it.
+    // The completion time was rounded up, so what is left is rounding slack: deliver it, and the
+    // whole flow counts on its links from now on.
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * f.remaining;
+        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * f.bytes;
     }
     f.remaining = 0.0;
     f.rate = 0.0;
@@ -111,6 +113,13 @@ void FlowNetwork::finish(FlowId id, Time now) {
     // A flow that shared no link leaves nobody to re-share with (the common case of a
     // tensor-parallel ring inside one node).
     if (shared) reshare(kNoFlow, {f.uses, f.use_count}, now.value);
+}
+
+Bytes FlowNetwork::carried(LinkId link) const {
+    const LinkState& L = links_[link];
+    double carried = L.carried;
+    for (const OnLink& o : L.flows) carried += o.weight * (flows_[o.flow].bytes - flows_[o.flow].remaining);
+    return Bytes(carried);
 }
 
 FlowId FlowNetwork::allocate() {
@@ -161,19 +170,30 @@ bool FlowNetwork::detach(FlowId id) {
 
 // Breadth-first over flows and links from a seed: every flow that shares a link with the seed,
 // transitively. Marks are epoch numbers, so nothing needs clearing between searches.
+//
+// It also sets up water-filling, in the order water-filling's own passes would: every link met
+// starts with its full capacity free, and the flows, in the order they are collected, add each
+// use's weight to its link (so each link's total is the same sum in the same order) and rise.
 void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links) {
     ++epoch_;
     comp_flows_.clear();
     comp_links_.clear();
-    const auto visit_link = [this](LinkId l) {
-        if (links_[l].mark != epoch_) {
-            links_[l].mark = epoch_;
+    const auto visit_link = [this](LinkId l) -> LinkState& {
+        LinkState& L = links_[l];
+        if (L.mark != epoch_) {
+            L.mark = epoch_;
+            L.pos = static_cast<std::uint32_t>(comp_links_.size());
+            L.free = L.capacity;
+            L.weight = 0.0;
+            L.unfrozen = 0;
             comp_links_.push_back(l);
         }
+        return L;
     };
     const auto visit_flow = [this](FlowId f) {
         if (flows_[f].mark != epoch_) {
             flows_[f].mark = epoch_;
+            flows_[f].frozen = false;
             comp_flows_.push_back(f);
         }
     };
@@ -187,7 +207,10 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
         for (; next_flow < comp_flows_.size(); ++next_flow) {
             const FlowState& f = flows_[comp_flows_[next_flow]];
             for (std::uint32_t i = 0; i < f.use_count; ++i) {
-                if (f.uses[i].weight > 0.0) visit_link(f.uses[i].link);
+                if (!(f.uses[i].weight > 0.0)) continue;
+                LinkState& L = visit_link(f.uses[i].link);
+                L.weight += f.uses[i].weight;
+                ++L.unfrozen;
             }
         }
         for (; next_link < comp_links_.size(); ++next_link) {
@@ -202,46 +225,30 @@ void FlowNetwork::advance(FlowState& f, std::int64_t now) {
     if (elapsed <= 0 || f.rate <= 0.0) return;
     const double moved = std::min(f.remaining, f.rate * static_cast<double>(elapsed) * kSecondsPerTick);
     f.remaining -= moved;
-    for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * moved;
-    }
 }
 
-// Progressive filling over the collected component: the common rate `level` of unfrozen flows
-// rises to the lowest (free capacity / unfrozen weight) of any link; flows on that link freeze.
+// The level at which a link fills: its free capacity shared by the weight of its flows still
+// rising; +infinity once none rises (it takes no further part).
+double FlowNetwork::link_level(const LinkState& L) const {
+    return L.unfrozen == 0 ? std::numeric_limits<double>::infinity() : std::max(L.free, 0.0) / L.weight;
+}
+
+// Progressive filling over the collected component (collect_component() has set every link's
+// free capacity and rising weight): the common rate `level` of unfrozen flows rises to the
+// lowest (free capacity / unfrozen weight) of any link; flows on that link freeze.
+//
+// Each link's level lives in comp_levels_, contiguous and in the order the search met the links,
+// and is brought up to date whenever a frozen flow changes the link. A round is then two scans of
+// that array (its minimum, then the links at it) instead of two walks over scattered links, and
+// it visits, in the same order, exactly the links that a walk over all of them would freeze at,
+// in the same arithmetic: the rates are the same doubles.
 void FlowNetwork::water_fill() {
-    for (const LinkId l : comp_links_) {
-        LinkState& L = links_[l];
-        L.free = L.capacity;
-        L.weight = 0.0;
-        L.unfrozen = 0;
-    }
-    for (const FlowId id : comp_flows_) {
-        FlowState& f = flows_[id];
-        f.frozen = false;
-        for (std::uint32_t i = 0; i < f.use_count; ++i) {
-            if (!(f.uses[i].weight > 0.0)) continue;
-            LinkState& L = links_[f.uses[i].link];
-            L.weight += f.uses[i].weight;
-            ++L.unfrozen;
-        }
-    }
-    // Links whose flows have all frozen take no further part: each round drops them from
-    // comp_links_, keeping the order of the rest, so that later rounds scan only the links still
-    // rising (a data-parallel ring crosses a hundred links and freezes first, and the flows left
-    // beside it cross a few). The order kept, every round visits and freezes as before, in the
-    // same arithmetic.
+    comp_levels_.resize(comp_links_.size());
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) comp_levels_[i] = link_level(links_[comp_links_[i]]);
     std::size_t left = comp_flows_.size();
     while (left > 0) {
         double level = std::numeric_limits<double>::infinity();
-        std::size_t kept = 0;
-        for (const LinkId l : comp_links_) {
-            const LinkState& L = links_[l];
-            if (L.unfrozen == 0) continue;
-            level = std::min(level, std::max(L.free, 0.0) / L.weight);
-            comp_links_[kept++] = l;
-        }
-        comp_links_.resize(kept);
+        for (const double l : comp_levels_) level = std::min(level, l);
         assert(std::isfinite(level));
         const std::size_t frozen = freeze_saturated(level);
         assert(frozen > 0);
@@ -252,21 +259,22 @@ void FlowNetwork::water_fill() {
 std::size_t FlowNetwork::freeze_saturated(double level) {
     const double threshold = level * (1.0 + kTieFraction);
     std::size_t frozen = 0;
-    for (const LinkId l : comp_links_) {
-        LinkState& L = links_[l];
-        if (L.unfrozen == 0 || std::max(L.free, 0.0) / L.weight > threshold) continue;
+    for (std::size_t i = 0; i < comp_levels_.size(); ++i) {
+        if (comp_levels_[i] > threshold) continue;  // still rising, or (+infinity) no longer
+        const LinkState& L = links_[comp_links_[i]];
         for (const OnLink& o : L.flows) {
             FlowState& f = flows_[o.flow];
             if (f.frozen) continue;
             f.frozen = true;
             f.rate = level;
             ++frozen;
-            for (std::uint32_t i = 0; i < f.use_count; ++i) {
-                if (!(f.uses[i].weight > 0.0)) continue;
-                LinkState& M = links_[f.uses[i].link];
-                M.free -= f.uses[i].weight * level;
-                M.weight -= f.uses[i].weight;
+            for (std::uint32_t u = 0; u < f.use_count; ++u) {
+                if (!(f.uses[u].weight > 0.0)) continue;
+                LinkState& M = links_[f.uses[u].link];
+                M.free -= f.uses[u].weight * level;
+                M.weight -= f.uses[u].weight;
                 if (--M.unfrozen == 0) M.weight = 0.0;
+                comp_levels_[M.pos] = link_level(M);
             }
         }
     }

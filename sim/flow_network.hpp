@@ -61,7 +61,7 @@ public:
     BytesPerSecond rate(FlowId flow) const { return BytesPerSecond(flows_[flow].rate); }
     // Bytes the link has carried so far (weight x bytes of every flow over it), up to the last
     // re-share of each flow.
-    Bytes carried(LinkId link) const { return Bytes(links_[link].carried); }
+    Bytes carried(LinkId link) const;
     std::size_t active_flows() const { return active_; }
     std::size_t link_count() const { return links_.size(); }
 
@@ -83,6 +83,7 @@ private:
         bool active = false;
         bool frozen = false;      // water-filling scratch
         bool is_new = false;      // needs a completion even if its rate did not change
+        double bytes = 0.0;       // the flow's size
         double remaining = 0.0;   // bytes
         double done_below = 0.0;  // remaining bytes that count as delivered (rounding slack)
         double rate = 0.0;        // bytes per second
@@ -94,10 +95,13 @@ private:
     };
     struct LinkState {
         double capacity = 0.0;  // bytes per second
-        double carried = 0.0;   // bytes
+        // Bytes carried by the flows that have ended (weight x bytes); those still active add
+        // theirs in carried(), so that advancing a flow touches the flow alone.
+        double carried = 0.0;
         std::vector<OnLink> flows;
         std::uint32_t mark = 0;
         std::uint32_t unfrozen = 0;  // water-filling scratch
+        std::uint32_t pos = 0;       // water-filling scratch: index in comp_links_
         double free = 0.0;
         double weight = 0.0;
     };
@@ -110,6 +114,7 @@ private:
     void advance(FlowState& f, std::int64_t now);
     void water_fill();
     std::size_t freeze_saturated(double level);
+    double link_level(const LinkState& L) const;
     void announce(FlowId id, std::int64_t now);
     void reshare(FlowId seed_flow, std::span<const LinkUse> seed_links, std::int64_t now);
 
@@ -118,7 +123,10 @@ private:
     std::vector<FlowId> free_ids_;
     std::vector<FlowCompletion> completions_;
     std::vector<FlowId> comp_flows_;   // scratch: the component being re-shared
-    std::vector<LinkId> comp_links_;   // water_fill() narrows it to the links still rising
+    std::vector<LinkId> comp_links_;   // scratch: its links, in the order the search met them
+    // Water-filling scratch, by index in comp_links_: the link's fair level free / weight while
+    // some flow on it is still rising, +infinity after.
+    std::vector<double> comp_levels_;
     std::vector<double> old_rates_;
     std::uint32_t epoch_ = 0;
     std::size_t active_ = 0;

@@ -166,6 +166,22 @@ TEST_CASE("links carry weight x bytes of every flow over them", "[sim][flow_netw
     CHECK(d.net.carried(1).value == Approx(24e6).epsilon(1e-12));
 }
 
+TEST_CASE("a link's carried bytes count running flows up to their last re-share", "[sim][flow_network]") {
+    const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}, {"m", gigabytes_per_second(1.0)}};
+    Driver d(links);
+    d.start({{0, 2.0}, {1, 1.0}}, 2e6);
+    d.run(after_seconds(1e-3));
+    CHECK(d.net.carried(0).value == 0.0);  // not re-shared since it started
+    // The second flow's start re-shares the first, which has moved 1 ms x 0.5e9 B/s (weight 2 on
+    // a 1e9 B/s link) = 0.5e6 B: 1e6 B on link 0, 0.5e6 B on link 1.
+    d.start({{0, 1.0}}, 1e6, after_seconds(1e-3));
+    CHECK(d.net.carried(0).value == Approx(1e6).epsilon(1e-12));
+    CHECK(d.net.carried(1).value == Approx(0.5e6).epsilon(1e-12));
+    d.run();
+    CHECK(d.net.carried(0).value == Approx(2 * 2e6 + 1e6).epsilon(1e-12));
+    CHECK(d.net.carried(1).value == Approx(2e6).epsilon(1e-12));
+}
+
 TEST_CASE("a start re-shares only the flows connected to it", "[sim][flow_network]") {
     const std::vector<Link> links{{"x", gigabytes_per_second(1.0)}, {"y", gigabytes_per_second(1.0)}};
     Driver d(links);
