@@ -25,6 +25,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_main.hpp"
+#include "strategies/cli/allocator_settings.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/run.hpp"
@@ -169,28 +171,22 @@ std::map<long, std::string> points_in(const std::string& directory) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        const Options o = parse(argc, argv);
-        const auto points = points_in(o.directory);
-        fmt::print("# cuboid-bench-scaling: {}; each run a process of its own, medians of {} (seconds, MiB)\n",
-                   o.directory, o.repeat);
-        fmt::print("# wall, cpu: the whole run (hardware model, program, pricing, simulation); simulate: sim::simulate\n");
-        fmt::print("{:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>7} {:>12}  {}\n", "gpus", "mode", "wall_s",
-                   "cpu_s", "simulate", "rss_MiB", "events", "us/event", "fold", "iteration_s", "fingerprint");
-        for (const auto& [gpus, file] : points) {
-            if (gpus > o.max_gpus) continue;
-            if (o.full) print_point(gpus, file, false, o);
-            if (o.folded) print_point(gpus, file, true, o);
-        }
-    } catch (const std::invalid_argument& e) {
-        fmt::print(stderr,
-                   "{}usage: cuboid-bench-scaling [DIRECTORY] [--max-gpus N] [--timeout S] [--repeat N] "
-                   "[--full-only | --folded-only]\n",
-                   std::string(e.what()).empty() ? "" : std::string(e.what()) + "\n");
-        return 2;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
-        return 1;
-    }
-    return 0;
+    cuboid::cli::keep_freed_memory_for_reuse();  // as cuboid itself: the points run as cuboid run does
+    return cuboid::bench::run_main(
+        "cuboid-bench-scaling [DIRECTORY] [--max-gpus N] [--timeout S] [--repeat N] [--full-only | --folded-only]",
+        [&] {
+            const Options o = parse(argc, argv);
+            const auto points = points_in(o.directory);
+            fmt::print("# cuboid-bench-scaling: {}; each run a process of its own, medians of {} (seconds, MiB)\n",
+                       o.directory, o.repeat);
+            fmt::print("# wall, cpu: the whole run (hardware model, program, pricing, simulation); simulate: "
+                       "sim::simulate\n");
+            fmt::print("{:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>7} {:>12}  {}\n", "gpus", "mode", "wall_s",
+                       "cpu_s", "simulate", "rss_MiB", "events", "us/event", "fold", "iteration_s", "fingerprint");
+            for (const auto& [gpus, file] : points) {
+                if (gpus > o.max_gpus) continue;
+                if (o.full) print_point(gpus, file, false, o);
+                if (o.folded) print_point(gpus, file, true, o);
+            }
+        });
 }

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_main.hpp"
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/hardware.hpp"
 #include "sim/executor.hpp"
@@ -141,29 +142,22 @@ void bench_point(int gpus, const cuboid::Scenario& sc, int repeat, bool lockstep
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        const Options o = parse(argc, argv);
-        const auto names = cuboid::cli::builtin_name_resolvers();
-        const auto rows = rows_beside(o.scenario, names);
-        fmt::print("# cuboid-bench-sim: rows beside {}; medians of {} runs after 1 warm-up (seconds)\n", o.scenario,
-                   o.repeat);
-        fmt::print("{:>6} {:>26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10}  {}\n", "gpus", "scenario", "events", "build",
-                   "price", "simulate", "total", "Mevents/s", "fingerprint");
-        for (const int g : o.gpus) {
-            const auto it = rows.find(g);
-            if (it == rows.end()) {
-                fmt::print("{:>6} (no scenario with {} GPUs beside {})\n", g, g, o.scenario);
-                continue;
+    return cuboid::bench::run_main(
+        "cuboid-bench-sim [SCENARIO.yaml] [--gpus 64,128,...] [--repeat N] [--no-lockstep]", [&] {
+            const Options o = parse(argc, argv);
+            const auto names = cuboid::cli::builtin_name_resolvers();
+            const auto rows = rows_beside(o.scenario, names);
+            fmt::print("# cuboid-bench-sim: rows beside {}; medians of {} runs after 1 warm-up (seconds)\n", o.scenario,
+                       o.repeat);
+            fmt::print("{:>6} {:>26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10}  {}\n", "gpus", "scenario", "events", "build",
+                       "price", "simulate", "total", "Mevents/s", "fingerprint");
+            for (const int g : o.gpus) {
+                const auto it = rows.find(g);
+                if (it == rows.end()) {
+                    fmt::print("{:>6} (no scenario with {} GPUs beside {})\n", g, g, o.scenario);
+                    continue;
+                }
+                bench_point(g, it->second, o.repeat, o.lockstep);
             }
-            bench_point(g, it->second, o.repeat, o.lockstep);
-        }
-    } catch (const std::invalid_argument& e) {
-        fmt::print(stderr, "{}usage: cuboid-bench-sim [SCENARIO.yaml] [--gpus 64,128,...] [--repeat N] [--no-lockstep]\n",
-                   std::string(e.what()).empty() ? "" : std::string(e.what()) + "\n");
-        return 2;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
-        return 1;
-    }
-    return 0;
+        });
 }

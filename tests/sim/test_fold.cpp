@@ -15,6 +15,16 @@ namespace {
 
 using test::TestProgram;
 
+// One phase of 2 us latency moving `bytes` as one flow over `uses` (link -> weight).
+TransferPlan one_flow_plan(const std::map<LinkId, double>& uses, Bytes bytes) {
+    Flow f;
+    f.bytes = bytes;
+    for (const auto& [l, w] : uses) f.links.push_back({l, w});
+    TransferPlan p;
+    p.phases.push_back(TransferPhase{microseconds(2.0), {f}});
+    return p;
+}
+
 // A star network: every GPU has an up and a down link to one switch, and every route between two
 // GPUs crosses one shared core link (so concurrent transfers of different replicas contend).
 // Plans: a ring (every hop's route, weights summed) for collectives, the route for a pair, or, with
@@ -51,12 +61,7 @@ public:
         } else {
             for (std::size_t i = 0; i < ranks.size(); ++i) hop(ranks[i], ranks[(i + 1) % ranks.size()]);
         }
-        Flow f;
-        f.bytes = q.bytes;
-        for (const auto& [l, w] : uses) f.links.push_back({l, w});
-        TransferPlan p;
-        p.phases.push_back(TransferPhase{microseconds(2.0), {f}});
-        return store_.emplace_back(std::move(p));
+        return store_.emplace_back(one_flow_plan(uses, q.bytes));
     }
     int planned = 0;
 
@@ -131,12 +136,7 @@ public:
                 uses[b * gpus_ + a] += 1.0;
             }
         }
-        Flow f;
-        f.bytes = q.bytes;
-        for (const auto& [l, w] : uses) f.links.push_back({l, w});
-        TransferPlan p;
-        p.phases.push_back(TransferPhase{microseconds(2.0), {f}});
-        return store_.emplace_back(std::move(p));
+        return store_.emplace_back(one_flow_plan(uses, q.bytes));
     }
 
 private:
