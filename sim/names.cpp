@@ -47,6 +47,7 @@ std::string_view stream_name(StreamId s) {
         case stream::kPipelineRecv: return "pipeline-recv";
         case stream::kDataComm: return "data-comm";
         case stream::kHost: return "host";
+        case stream::kParamGather: return "param-gather";
         default: return "stream";
     }
 }

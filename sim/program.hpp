@@ -91,7 +91,11 @@ inline constexpr StreamId kPipelineSend = 2;
 inline constexpr StreamId kPipelineRecv = 3;
 inline constexpr StreamId kDataComm = 4;
 inline constexpr StreamId kHost = 5;  // the CPU thread that issues the GPU ops (HostDispatch)
-inline constexpr int kCount = 6;
+// Parameter all-gathers of fully sharded data parallelism, apart from the gradient reductions
+// (FSDP and Megatron-FSDP issue them on streams of their own, so the next unit's gather
+// prefetches while the previous unit's gradient is reduce-scattered).
+inline constexpr StreamId kParamGather = 6;
+inline constexpr int kCount = 7;
 }  // namespace stream
 
 struct GemmShape {

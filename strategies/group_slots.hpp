@@ -25,7 +25,13 @@ inline constexpr std::uint16_t kTensorAxis2 = 8;
 // {first stage, last stage} at the rank's (tensor, data) position: the all-reduce of the tied word
 // embedding's gradient (GPT with p > 1, Megatron-LM's embedding group). Aliases kTensor elsewhere.
 inline constexpr std::uint16_t kEmbedding = 9;
-inline constexpr int kCount = 10;
+// ZeRO-3 hybrid sharding: the data-parallel ranks one copy of the state is sharded over
+// (Layout::shard_size consecutive data indices), and the ranks holding the same shard in the other
+// copies. Without hybrid sharding the shard group is the data group and the copy group aliases
+// kTensor (no op).
+inline constexpr std::uint16_t kShard = 10;
+inline constexpr std::uint16_t kReplica = 11;
+inline constexpr int kCount = 12;
 
 inline constexpr std::uint16_t tensor_axis(int axis) {
     return static_cast<std::uint16_t>(kTensorAxis0 + axis);

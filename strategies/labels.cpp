@@ -75,6 +75,12 @@ Labels intern_labels(sim::Program& p) {
     l.grad_norm = p.intern("optimizer.grad_norm");
     l.unscale = p.intern("optimizer.unscale");
     l.zero_grad = p.intern("optimizer.zero_grad");
+    l.fsdp_gather_f = p.intern("F.fsdp.allgather");
+    l.fsdp_gather_b = p.intern("B.fsdp.allgather");
+    l.fsdp_reduce_scatter = p.intern("B.fsdp.reducescatter");
+    l.fsdp_replica_allreduce = p.intern("fsdp.replica_allreduce");
+    l.group_shard = p.intern("dp.shard");
+    l.group_replica = p.intern("dp.replica");
     return l;
 }
 

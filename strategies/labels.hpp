@@ -46,6 +46,12 @@ struct Labels {
     // The passes of the optimizer step besides Adam: the gradient norm (clipping), the fp16
     // loss-scale unscale and check, and the zeroing of the gradient buffer for the next iteration.
     std::uint32_t grad_norm = 0, unscale = 0, zero_grad = 0;
+    // ZeRO-3 / FSDP: the all-gather of one unit's (layer, embedding, head) weight shards before
+    // its forward and before its backward, the reduce-scatter of its gradient after each
+    // backward, and under hybrid sharding the all-reduce of the gradient shard between the
+    // copies; the groups of the shards and of the copies.
+    std::uint32_t fsdp_gather_f = 0, fsdp_gather_b = 0, fsdp_reduce_scatter = 0, fsdp_replica_allreduce = 0;
+    std::uint32_t group_shard = 0, group_replica = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

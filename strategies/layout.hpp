@@ -24,6 +24,9 @@ struct Layout {
     int data = 1;
     int virtual_stages = 1;  // model chunks per stage (interleaved schedule), else 1
     int micro_batches = 1;   // per pipeline per iteration: global_batch / (micro_batch * data)
+    // Data-parallel ranks the training state is sharded over under ZeRO (consecutive data
+    // indices); 0: all d of them. Smaller than d only under ZeRO-3 hybrid sharding.
+    int data_shard = 0;
     // The tensor group as a mesh of up to three axes, axis 0 fastest (product = tensor):
     // 1d {t,1,1}; 2d {q,q,1}; 3d {q,q,q}; atp {d1,d2,1}. Tensor index i has coordinate
     // mesh_coord(i, a) on axis a; the ranks that differ only along axis a form that axis' group.
@@ -37,6 +40,8 @@ struct Layout {
     std::vector<int> chunk_layers;
 
     int gpus() const { return tensor * pipeline * data; }
+    int shard_size() const { return data_shard > 0 ? data_shard : data; }
+    bool hybrid_sharding() const { return shard_size() < data; }
     std::uint32_t rank(int tp, int dp, int pp) const {
         return static_cast<std::uint32_t>(tp + tensor * (dp + data * pp));
     }

@@ -15,6 +15,11 @@ struct OpTag {
     std::int32_t micro = -1;      // micro-batch of the pipeline; -1: none (optimizer, late gradient reduction)
     std::int32_t chunk = -1;      // local model chunk (virtual stage) of the stage
     std::int32_t sub_chunk = -1;  // part of the micro-batch when a layer is split for overlap; -1: whole
+
+    // ZeRO-3's per-unit gathers and reductions name their unit in `layer`: a transformer layer
+    // (>= 0) or one of these.
+    static constexpr std::int32_t kEmbeddingUnit = -2;
+    static constexpr std::int32_t kHeadUnit = -3;
 };
 
 // One tag per op of each OpList (tags[list][op]).

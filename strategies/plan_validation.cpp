@@ -49,8 +49,9 @@ void check_attention(const Checker& c, const Scenario& sc) {
 
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
     c.require(p.zero_stage >= 0 && p.zero_stage <= 3, "parallel.zero_stage", "allowed: 0, 1, 2, 3");
-    c.require(p.zero_stage != 3, "parallel.zero_stage",
-              "ZeRO stage 3 (parameter gathers per layer) is not yet supported; allowed now: 0, 1, 2");
+    c.require(p.shard_group >= 0, "parallel.shard_group", "must be at least 1 (or absent: all data-parallel ranks)");
+    c.require(p.shard_group == 0 || p.zero_stage == 3, "parallel.shard_group",
+              "hybrid sharding shards the weights: it needs parallel.zero_stage: 3");
 }
 
 int check_degrees(const Checker& c, const Scenario& sc) {
@@ -161,6 +162,8 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_attention(c, sc);
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
+    c.require(sc.parallel.shard_group == 0 || data % sc.parallel.shard_group == 0, "parallel.shard_group",
+              to_string(sc.parallel.shard_group) + " must divide the data-parallel degree " + to_string(data));
     check_tensor(c, sc);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;
@@ -189,6 +192,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     l.tensor = sc.parallel.tensor;
     l.pipeline = sc.parallel.pipeline;
     l.data = data;
+    l.data_shard = sc.parallel.shard_group == data ? 0 : sc.parallel.shard_group;
     l.virtual_stages = sc.parallel.virtual_stages;
     l.tensor_mesh = mesh.axes;
     l.tensor_order = mesh.order;

@@ -40,12 +40,30 @@ double pipeline_buffer_bytes(const Layout& l, const LayerDims& d) {
     return l.pipeline > 1 ? 2.0 * message_bytes(d) * l.tensor : 0.0;
 }
 
+// ZeRO-3's working buffers of one stage (bytes): the gathered weights of two units (the one
+// computing and the one prefetched) and the unsharded gradient of one unit before its
+// reduce-scatter, sized by the stage's largest unit (a layer, the embedding, the head).
+struct GatherBuffers {
+    double weights = 0.0, grads = 0.0;
+};
+GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
+    if (sc.parallel.zero_stage != 3 || l.shard_size() <= 1) return {};
+    const ModelSpec& m = sc.model;
+    double unit = layer_parameter_count_per_rank(m, l.tensor);
+    if (stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
+    if (stage == l.pipeline - 1) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.pipeline));
+    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    return {2.0 * unit * state.weight, unit * state.grad};
+}
+
 // Bytes a stage's ranks hold all iteration besides activations (stage_resident_bytes), with the
 // layer's dimensions `d` (dims_of(sc, l)) already worked out.
 Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
     const double params = stage_parameters_per_rank(sc.model, l, stage);
-    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data);
+    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.shard_size());
     if (l.pipeline > 1) b += Bytes(pipeline_buffer_bytes(l, d));
+    const GatherBuffers g = gather_buffers(sc, l, stage);
+    if (g.weights > 0.0) b += Bytes(g.weights + g.grads);
     return b;
 }
 
@@ -131,10 +149,11 @@ Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
 ResidentMemory stage_resident_memory(const Scenario& sc, const Layout& l, int stage) {
     const double params = stage_parameters_per_rank(sc.model, l, stage);
     const StateBytesPerParam per_param =
-        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.data);
+        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.shard_size());
+    const GatherBuffers g = gather_buffers(sc, l, stage);
     ResidentMemory r;
-    r.weights_bytes = params * per_param.weight;
-    r.gradients_bytes = params * per_param.grad;
+    r.weights_bytes = params * per_param.weight + g.weights;
+    r.gradients_bytes = params * per_param.grad + g.grads;
     r.optimizer_state_bytes = params * per_param.optimizer;
     r.pipeline_buffers_bytes = pipeline_buffer_bytes(l, dims_of(sc, l));
     return r;

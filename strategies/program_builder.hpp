@@ -65,8 +65,11 @@ Bytes stage_resident_bytes(const Scenario& scenario, const Layout& layout, int s
 
 // stage_resident_bytes in its parts (they sum to it up to rounding).
 struct ResidentMemory {
-    double weights_bytes = 0.0;           // the working copy the GEMMs read
-    double gradients_bytes = 0.0;         // the gradient buffer reduced across data parallelism
+    // The working copy the GEMMs read (ZeRO-3: the rank's shard and two gathered units).
+    double weights_bytes = 0.0;
+    // The gradient buffer reduced across data parallelism (ZeRO-3: the shard and one unit's
+    // unsharded gradient before its reduce-scatter).
+    double gradients_bytes = 0.0;
     double optimizer_state_bytes = 0.0;   // fp32 main weights and Adam moments (training_state.hpp)
     double pipeline_buffers_bytes = 0.0;  // one incoming activation and one incoming gradient message
 };

@@ -92,6 +92,24 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     if (tied_embedding && pp > 1)
         for (int i = 0; i < t; ++i)
             for (int j = 0; j < d; ++j) emb.push_back(add_group(p, pair(l, i, j, 0, pp - 1), labels.group_emb));
+    // ZeRO-3 hybrid sharding: shard groups of consecutive data indices and, across them, the
+    // groups of ranks holding the same shard (HSDP's shard and replicate dimensions).
+    const int sg = l.shard_size();
+    std::vector<Index> shard, replica;
+    if (l.hybrid_sharding())
+        for (int s = 0; s < pp; ++s)
+            for (int i = 0; i < t; ++i) {
+                for (int k = 0; k < d / sg; ++k) {
+                    std::vector<std::uint32_t> ranks;
+                    for (int j = k * sg; j < (k + 1) * sg; ++j) ranks.push_back(l.rank(i, j, s));
+                    shard.push_back(add_group(p, std::move(ranks), labels.group_shard));
+                }
+                for (int c = 0; c < sg; ++c) {
+                    std::vector<std::uint32_t> ranks;
+                    for (int j = c; j < d; j += sg) ranks.push_back(l.rank(i, j, s));
+                    replica.push_back(add_group(p, std::move(ranks), labels.group_replica));
+                }
+            }
     // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
     std::vector<std::vector<std::array<Index, 3>>> axis_groups;
     if (l.multi_axis_mesh())
@@ -103,6 +121,12 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
         const Index tp = tp_group[static_cast<std::size_t>(s * d + j)];
         std::vector<std::uint32_t> g(slot::kCount, tp);
         g[slot::kData] = dp_group[static_cast<std::size_t>(s * t + i)];
+        g[slot::kShard] = g[slot::kData];
+        if (!shard.empty()) {
+            const auto base = static_cast<std::size_t>(s * t + i);
+            g[slot::kShard] = shard[base * static_cast<std::size_t>(d / sg) + static_cast<std::size_t>(j / sg)];
+            g[slot::kReplica] = replica[base * static_cast<std::size_t>(sg) + static_cast<std::size_t>(j % sg)];
+        }
         if (!axis_groups.empty())
             for (int a = 0; a < 3; ++a)
                 g[slot::tensor_axis(a)] = axis_groups[static_cast<std::size_t>(s * d + j)][static_cast<std::size_t>(i)]

@@ -34,7 +34,10 @@ std::vector<int> proper_divisors(int n) {
 
 std::vector<sim::RankMap> symmetry_generators(const Layout& layout, TensorMode mode) {
     std::vector<sim::RankMap> gens;
-    for (const int b : proper_divisors(layout.data)) gens.push_back(shift(layout, 0, b));
+    // A data shift maps ZeRO-3's shard groups (consecutive data indices) onto each other only in
+    // whole groups.
+    for (const int b : proper_divisors(layout.data))
+        if (b % layout.shard_size() == 0 || !layout.hybrid_sharding()) gens.push_back(shift(layout, 0, b));
     if (mode == TensorMode::OneD) {
         for (const int b : proper_divisors(layout.tensor)) gens.push_back(shift(layout, b, 0));
         for (const int b : proper_divisors(layout.tensor)) {

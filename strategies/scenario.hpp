@@ -112,6 +112,10 @@ struct ParallelPlan {
     bool sequence_parallel = false;
     int overlap_chunks = 1;
     int zero_stage = 0;
+    // ZeRO-3 hybrid sharding: the data-parallel ranks one copy of the training state is sharded
+    // over (consecutive data indices); the d / shard_group copies all-reduce their gradient
+    // shards. 0: all d ranks (plain ZeRO-3 / FSDP's full sharding).
+    int shard_group = 0;
     bool dp_overlap = true;
     // Overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM
     // (Megatron-LM's asynchronous tensor-parallel all-reduce, 2022 on). false: the all-reduce

@@ -42,15 +42,99 @@ public:
         }
         e_.set_context(OpTag{});
         const std::uint32_t synced = sync_partial_gradients();
-        if (!plan_.dp_overlap) reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
-        if (plan_.tied_embedding_params > 0.0)  // after the data stream's reductions, before the step
-            reductions_.push_back(emit_tied_embedding_grad_sync(
-                e_, labels_, plan_.tied_embedding_params * plan_.grad_bytes_per_param, {e_.last_compute(), synced}));
+        if (!plan_.dp_overlap && !fully_sharded())
+            reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
+        // After the data stream's reductions, before the step; under ZeRO-3 each copy of the
+        // embedding holds the same shard, so the shard is what the two stages sum.
+        const double tied = plan_.tied_embedding_params / (fully_sharded() ? l_.shard_size() : 1);
+        if (tied > 0.0)
+            reductions_.push_back(emit_tied_embedding_grad_sync(e_, labels_, tied * plan_.grad_bytes_per_param,
+                                                                {e_.last_compute(), synced}));
         optimizer_step();
     }
 
 private:
     bool data_parallel() const { return l_.data > 1; }
+    // ZeRO-3 over more than one rank: weights gathered per unit, gradients reduce-scattered per unit.
+    bool fully_sharded() const { return plan_.zero_stage == 3 && l_.shard_size() > 1; }
+    // Ranks the optimizer state (ZeRO >= 1) is sharded over.
+    int state_shards() const { return plan_.zero_stage >= 1 ? l_.shard_size() : 1; }
+
+    // The FSDP units of a chunk in forward order: the embedding (first chunk of the first stage),
+    // its layers (global indices), the head (last chunk of the last stage).
+    std::vector<int> forward_units(int chunk) const {
+        std::vector<int> units;
+        if (l_.holds_embedding(plan_.stage, chunk)) units.push_back(OpTag::kEmbeddingUnit);
+        for (int i = 0; i < l_.layers_of(plan_.stage, chunk); ++i) units.push_back(l_.first_layer_of(plan_.stage, chunk) + i);
+        if (l_.holds_head(plan_.stage, chunk)) units.push_back(OpTag::kHeadUnit);
+        return units;
+    }
+
+    double unit_params(int unit) const {
+        if (unit == OpTag::kEmbeddingUnit) return plan_.embedding_params;
+        if (unit == OpTag::kHeadUnit) return plan_.head_params;
+        return plan_.layer_params;
+    }
+
+    // ZeRO-3's parameter all-gathers over one pass of a chunk, one unit ahead: the gather of unit
+    // i+1 starts once unit i-1's compute is done (FSDP's forward and backward prefetch of one
+    // unit; the gathered copy of a unit is freed after its pass), and unit i's first kernel waits
+    // for its own gather. Gathers sit on their own stream (stream::kParamGather). Without ZeRO-3
+    // nothing is emitted.
+    class UnitGathers {
+    public:
+        UnitGathers(StageBuilder& b, const PipelineStep& st, std::uint32_t label, std::vector<int> units)
+            : b_(b), st_(st), label_(label) {
+            for (int u : units)
+                if (b_.unit_params(u) > 0.0) units_.push_back(u);
+            if (b_.fully_sharded() && !units_.empty()) issue(0);
+        }
+        void before(int unit) {
+            if (!b_.fully_sharded()) return;
+            if (next_ >= units_.size() || units_[next_] != unit) return;  // not a unit of this pass
+            const std::uint32_t mine = issued_.back();
+            if (next_ + 1 < units_.size()) issue(next_ + 1);
+            ++next_;
+            b_.e_.wait_for(mine);
+        }
+
+    private:
+        void issue(std::size_t i) {
+            const OpTag saved = b_.e_.context();
+            b_.e_.set_context(OpTag{units_[i], st_.micro, st_.chunk, -1});
+            const double bytes = b_.unit_params(units_[i]) * b_.plan_.weight_bytes_per_param;
+            issued_.push_back(b_.e_.comm(comm_op(OpKind::AllGather, label_, bytes, sim::stream::kParamGather,
+                                                 slot::kShard, OpCategory::DataComm),
+                                         b_.e_.last_compute()));
+            b_.e_.set_context(saved);
+        }
+        StageBuilder& b_;
+        const PipelineStep& st_;
+        std::uint32_t label_;
+        std::vector<int> units_;
+        std::vector<std::uint32_t> issued_;
+        std::size_t next_ = 0;  // the unit whose compute comes next
+    };
+
+    // ZeRO-3: the reduce-scatter of a unit's gradient over the shard group right after its
+    // backward, every micro-batch (the full gradient is not kept between micro-batches, FSDP's
+    // default with gradient accumulation); under hybrid sharding the accumulated shard is then
+    // all-reduced between the copies after the last micro-batch.
+    void reduce_unit(const PipelineStep& st, int unit, double params, bool final_pass) {
+        if (!fully_sharded() || params <= 0.0) return;
+        const OpTag saved = e_.context();
+        e_.set_context(OpTag{unit, st.micro, st.chunk, -1});
+        const double bytes = params * plan_.grad_bytes_per_param;
+        std::uint32_t done = e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_reduce_scatter, bytes,
+                                             sim::stream::kDataComm, slot::kShard, OpCategory::DataComm),
+                                     e_.last_compute());
+        if (final_pass && l_.hybrid_sharding())
+            done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
+                                   sim::stream::kDataComm, slot::kReplica, OpCategory::DataComm),
+                           done);
+        if (final_pass) reductions_.push_back(done);
+        e_.set_context(saved);
+    }
 
     // One allocation per list: the steps alternate forward and backward over the stage's layers.
     void reserve(std::size_t steps) {
@@ -136,13 +220,21 @@ private:
         const bool fc = st.pass == Pass::ForwardCkpt;
         pre_checkpointed_[static_cast<std::size_t>(st.micro)] = fc ? 1 : 0;
         if (!first) receive(labels_.recv_act, slot::kActFromPrev);
-        if (first) emit_embedding_forward(e_, plan_.layer);
+        UnitGathers gathers(*this, st, labels_.fsdp_gather_f, forward_units(st.chunk));
+        if (first) {
+            gathers.before(OpTag::kEmbeddingUnit);
+            emit_embedding_forward(e_, plan_.layer);
+        }
         for (int i = 0; i < n; ++i) {
+            gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
             at_layer(st, base + i);
             emit_layer(LayerPass::Forward, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
         }
         at_layer(st, -1);
-        if (last) return emit_head_forward(e_, plan_.layer);
+        if (last) {
+            gathers.before(OpTag::kHeadUnit);
+            return emit_head_forward(e_, plan_.layer);
+        }
         if (defers_send(st.micro)) {
             deferred_tags_.push_back(e_.context());
             return deferred_sends_.push_back(e_.last_compute());
@@ -153,9 +245,15 @@ private:
     // R: re-run the pre-checkpointed layers, then wait for the gradient (Merak's R embeds rG).
     void recompute(const PipelineStep& st) {
         const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
+        std::vector<int> units;
+        for (int i = 0; i < n; ++i)
+            if (pre_checkpointed(base + i)) units.push_back(l_.first_layer_of(plan_.stage, st.chunk) + i);
+        UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
         for (int i = 0; i < n; ++i) {
+            if (!pre_checkpointed(base + i)) continue;
+            gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
             at_layer(st, base + i);
-            if (pre_checkpointed(base + i)) emit_layer(LayerPass::Recompute, checkpointed_);
+            emit_layer(LayerPass::Recompute, checkpointed_);
         }
         at_layer(st, -1);
         const std::uint32_t grad = receive(labels_.recv_grad, slot::kGradFromNext);
@@ -176,7 +274,7 @@ private:
         const int chunk = st.chunk, n = l_.layers_of(plan_.stage, chunk), base = first_layer(chunk);
         const bool first = l_.holds_embedding(plan_.stage, chunk), last = l_.holds_head(plan_.stage, chunk);
         const bool final_pass = ++backwards_done_[static_cast<std::size_t>(chunk)] == l_.micro_batches;
-        const bool bucketed = final_pass && plan_.dp_overlap && data_parallel();
+        const bool bucketed = final_pass && plan_.dp_overlap && data_parallel() && !fully_sharded();
         double bucket = 0.0;
         const auto add = [&](double params) {
             bucket += params;
@@ -186,19 +284,29 @@ private:
             }
         };
         if (!last && !grad_received_[static_cast<std::size_t>(st.micro)]) receive(labels_.recv_grad, slot::kGradFromNext);
+        std::vector<int> units = forward_units(chunk);
+        std::reverse(units.begin(), units.end());
+        UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
         if (last) {
+            gathers.before(OpTag::kHeadUnit);
             emit_head_backward(e_, plan_.layer);
             add(plan_.head_params);
+            reduce_unit(st, OpTag::kHeadUnit, plan_.head_params, final_pass);
         }
         for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
+            const int unit = l_.first_layer_of(plan_.stage, chunk) + i;
+            gathers.before(unit);
             at_layer(st, base + i);
             emit_layer(LayerPass::Backward, backward_context(st.micro, base + i));
             add(plan_.layer_params);
+            reduce_unit(st, unit, plan_.layer_params, final_pass);
         }
         at_layer(st, -1);
         if (first) {
+            gathers.before(OpTag::kEmbeddingUnit);
             emit_embedding_backward(e_, plan_.layer);
             add(plan_.embedding_params);
+            reduce_unit(st, OpTag::kEmbeddingUnit, plan_.embedding_params, final_pass);
         } else {
             e_.comm(p2p(OpKind::Send, labels_.send_grad, slot::kGradToPrev), e_.last_compute());
         }
@@ -246,7 +354,7 @@ private:
     // updated 16-bit weights are all-gathered back to every replica.
     void optimizer_step() {
         const double params = total_params();
-        const double shard = plan_.zero_stage >= 1 ? params / l_.data : params;
+        const double shard = params / state_shards();
         const double grads = shard * plan_.grad_bytes_per_param;
         for (std::uint32_t r : reductions_) e_.wait_for(r);
         if (plan_.precision == sim::Precision::Fp16)
@@ -254,11 +362,13 @@ private:
         e_.compute(memory_op(OpKind::Elementwise, labels_.grad_norm, grads, OpCategory::Compute));
         const std::uint32_t opt = e_.compute(memory_op(OpKind::Optimizer, labels_.optimizer,
                                                        shard * plan_.optimizer_bytes_per_param, OpCategory::Compute));
-        if (plan_.zero_stage >= 1 && data_parallel())
+        if (plan_.zero_stage >= 1 && plan_.zero_stage < 3 && data_parallel())
             e_.comm(comm_op(OpKind::AllGather, labels_.dp_all_gather, params * plan_.weight_bytes_per_param,
                             sim::stream::kDataComm, slot::kData, OpCategory::DataComm),
                     opt);
-        e_.compute(memory_op(OpKind::Elementwise, labels_.zero_grad, params * plan_.grad_bytes_per_param,
+        // ZeRO-3 keeps only the gradient shard between iterations; the others the whole buffer.
+        const double zeroed = plan_.zero_stage == 3 ? shard : params;
+        e_.compute(memory_op(OpKind::Elementwise, labels_.zero_grad, zeroed * plan_.grad_bytes_per_param,
                              OpCategory::Compute));
     }
 

@@ -117,6 +117,7 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"sequence_parallel", p.sequence_parallel},
             {"overlap_chunks", p.overlap_chunks},
             {"zero_stage", p.zero_stage},
+            {"shard_group", p.shard_group > 0 ? p.shard_group : effective_data_parallel(s)},
             {"dp_overlap", p.dp_overlap},
             {"tp_backward_overlap", p.tp_backward_overlap},
             {"global_batch", s.training.global_batch},

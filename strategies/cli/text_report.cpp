@@ -59,11 +59,12 @@ void write_setup(std::ostream& out, const Scenario& s) {
                c.nics_per_node, c.nic_gbps, hw::to_string(c.inter_node),
                hw::to_string(c.topology), c.oversubscription);
     fmt::print(out, "plan      tensor {} x pipeline {} x data {}, {} schedule{}, recompute {}, tensor mode {}{}, "
-                    "ZeRO {}, dp overlap {}\n",
+                    "ZeRO {}{}, dp overlap {}\n",
                p.tensor, p.pipeline, effective_data_parallel(s), to_string(p.schedule),
                p.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", p.virtual_stages) : "",
                to_string(p.recompute), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
-               p.zero_stage, p.dp_overlap ? "on" : "off");
+               p.zero_stage, p.shard_group > 0 ? fmt::format(" (hybrid: sharded over {} ranks)", p.shard_group) : "",
+               p.dp_overlap ? "on" : "off");
     fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
                s.training.micro_batch, precision_name(s.training.precision));
     fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",

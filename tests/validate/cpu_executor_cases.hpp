@@ -35,6 +35,7 @@ struct Case {
     AtpOrder order = AtpOrder::ColumnFirst;  // atp: a 2 x (t/2) mesh in this order
     bool fused_attention = false;  // one fused kernel each way (attention dropout off)
     bool te_fp8 = false;           // Transformer Engine's fp8 casts and transposes around the GEMMs
+    int shard_group = 0;           // ZeRO-3 hybrid sharding (0: over all d)
 };
 
 // Tiny GPT: 4 layers, h 32, 4 heads, seq 8, vocab 64; 4 micro-batches of b sequences per replica.
@@ -68,6 +69,7 @@ inline Scenario scenario_of(const Case& c) {
         sc.training.precision = sim::Precision::Fp8;
     }
     sc.parallel.zero_stage = c.zero;
+    sc.parallel.shard_group = c.shard_group;
     sc.parallel.tp_backward_overlap = c.tp_overlap;
     sc.parallel.dp_overlap = c.dp_overlap;
     sc.parallel.overlap_chunks = c.overlap_chunks;
@@ -116,7 +118,7 @@ inline void check_case(const Case& c) {
     const Outcome o = execute(sc, build(sc));
     INFO("t=" << c.t << " p=" << c.p << " d=" << c.d << " schedule " << to_string(c.schedule) << " recompute "
               << to_string(c.recompute) << " sp " << c.sp << " zero " << c.zero << " v " << c.v << " overlap_chunks "
-              << c.overlap_chunks << " b " << c.b << " tensor mode " << static_cast<int>(c.mode) << " order "
+              << c.overlap_chunks << " b " << c.b << " shard group " << c.shard_group << " tensor mode " << static_cast<int>(c.mode) << " order "
               << static_cast<int>(c.order));
     INFO("error: " << o.run.error << " worst gradient: " << o.agreement.worst);
     REQUIRE(o.run.ok());

@@ -103,6 +103,26 @@ TEST_CASE("ZeRO 1 and 2 reproduce the reference and the updated weights", "[cpu_
     }
 }
 
+// ZeRO-3: every unit's weights gathered from the shards before each forward and backward, its
+// gradient reduce-scattered every micro-batch, the updated shards assembled from their owners.
+TEST_CASE("ZeRO 3 with full and hybrid sharding reproduces the reference and the updated weights", "[cpu_executor]") {
+    check_case(Case{1, 1, 2, Schedule::OneFOneB, Recompute::None, false, 3});
+    check_case(Case{2, 2, 2, Schedule::OneFOneB, Recompute::Full, true, 3});  // tied embedding over two stages
+    check_case(Case{1, 2, 2, Schedule::GPipe, Recompute::Selective, false, 3});
+    Case interleaved{1, 2, 2, Schedule::Interleaved, Recompute::None, false, 3};
+    interleaved.v = 2;
+    check_case(interleaved);
+    check_case(Case{1, 2, 2, Schedule::ShiftedCriticalPath, Recompute::Full, false, 3});  // gathers in the R pass
+    for (int p : {1, 2}) {  // hybrid: shards of 2 ranks, 2 copies
+        Case hybrid{1, p, 4, Schedule::OneFOneB, Recompute::None, false, 3};
+        hybrid.shard_group = 2;
+        check_case(hybrid);
+    }
+    Case hybrid_tp{2, 1, 4, Schedule::OneFOneB, Recompute::None, true, 3};
+    hybrid_tp.shard_group = 2;
+    check_case(hybrid_tp);
+}
+
 TEST_CASE("synchronous tensor and data-parallel reductions reproduce the reference", "[cpu_executor]") {
     Case c{2, 2, 2};
     c.tp_overlap = false;

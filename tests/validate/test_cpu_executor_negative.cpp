@@ -233,3 +233,24 @@ TEST_CASE("the check fails without the tied embedding's all-reduce", "[cpu_execu
         CHECK(o.agreement.worst.find("w") == 0);  // wemb or wout
     }
 }
+
+// ZeRO-3: each of its collectives is necessary. Without a unit's gather its kernels find only a
+// shard; without a reduce-scatter or the copies' all-reduce the step misses gradient.
+TEST_CASE("ZeRO 3 fails the check without any one of its collectives", "[cpu_executor]") {
+    Case hybrid{1, 2, 4, Schedule::OneFOneB, Recompute::None, false, 3};
+    hybrid.shard_group = 2;
+    for (const auto& [label, in_layer, error] :
+         {std::tuple{"F.fsdp.allgather", false, "not gathered for this forward"},
+          std::tuple{"F.fsdp.allgather", true, "not gathered for this forward"},
+          std::tuple{"B.fsdp.allgather", true, "not gathered for this backward"},
+          std::tuple{"B.fsdp.reducescatter", true, "reduce-scattered for 3 of 4 micro-batches"},
+          std::tuple{"fsdp.replica_allreduce", true, "never all-reduced between the copies"}}) {
+        const Scenario sc = scenario_of(hybrid);
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 0, first_op(tp, 0, label, in_layer));
+        const Outcome o = execute(sc, tp);
+        INFO(label << (in_layer ? " (layer)" : " (embedding)") << ": " << o.run.error);
+        REQUIRE_FALSE(o.run.ok());
+        CHECK(o.run.error.find(error) != std::string::npos);
+    }
+}

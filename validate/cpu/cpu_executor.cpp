@@ -32,8 +32,10 @@ std::vector<const Mat*> collect(const GptParams& p) {
     return out;
 }
 
-// Whole-model gradients and weights from every rank's shards.
-void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa, bool cube,
+// Whole-model gradients and weights from every rank's shards. `sharded_weights` (ZeRO-3): each
+// weight element from the replica that owns it; else replica 0's (after ZeRO-1/2's gather every
+// replica holds all of them, and reading one replica shows a missing gather).
+void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa, bool cube, bool sharded_weights,
               const std::vector<RankOutcome>& ranks, Execution& ex) {
     const bool mesh_split = atp_column_axis >= 0 || summa || cube;
     std::vector<Mat*> grads, weights;
@@ -56,22 +58,24 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
                 // 2d/3d: the final LayerNorm runs on hidden blocks; each device holds its block's gradient.
                 const bool norm_block = (summa || cube) && refs[i].block == kHeadBlock && refs[i].split == Split::Replicated;
                 if (refs[i].split == Split::Replicated && tp > 0 && !atp && !norm_block) continue;
-                std::vector<const Mat*> gi, oi;
+                std::vector<const Mat*> gi, oi, wi;
                 for (int dp = 0; dp < l.data; ++dp) {
                     gi.push_back(g[static_cast<std::size_t>(dp)][i]);
                     oi.push_back(o[static_cast<std::size_t>(dp)][i]);
+                    wi.push_back(w[static_cast<std::size_t>(dp)][i]);
                 }
+                const Mat weight = sharded_weights ? merge_owned(wi, oi) : *w[0][i];
                 if (norm_block) {
                     const int col = l.mesh_coord(tp, summa ? 0 : 2);
                     const Eigen::Index n = d.hidden / l.tensor_mesh[0], c0 = n * col;
                     grads[i]->middleCols(c0, n) = merge_owned(gi, oi).middleCols(c0, n);
-                    weights[i]->middleCols(c0, n) = w[0][i]->middleCols(c0, n);
+                    weights[i]->middleCols(c0, n) = weight.middleCols(c0, n);
                     continue;
                 }
                 if (atp && cube) {
                     const CubeCoord m{l.mesh_coord(tp, 0), l.mesh_coord(tp, 1), l.mesh_coord(tp, 2), l.tensor_mesh[0]};
                     cube_place(refs[i], *grads[i], merge_owned(gi, oi), d, m);
-                    cube_place(refs[i], *weights[i], *w[0][i], d, m);
+                    cube_place(refs[i], *weights[i], weight, d, m);
                     continue;
                 }
                 if (atp) {  // blocks held by several devices are placed by each (they are equal)
@@ -79,11 +83,11 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
                     const AtpCoord m{l.mesh_coord(tp, static_cast<int>(a)), l.tensor_mesh[a],
                                      l.mesh_coord(tp, static_cast<int>(1 - a)), l.tensor_mesh[1 - a], summa};
                     atp_place(refs[i], *grads[i], merge_owned(gi, oi), d, m);
-                    atp_place(refs[i], *weights[i], *w[0][i], d, m);
+                    atp_place(refs[i], *weights[i], weight, d, m);
                     continue;
                 }
                 place_shard(*grads[i], merge_owned(gi, oi), refs[i].split, d, tp, l.tensor);
-                place_shard(*weights[i], *w[0][i], refs[i].split, d, tp, l.tensor);
+                place_shard(*weights[i], weight, refs[i].split, d, tp, l.tensor);
             }
         }
     for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -134,6 +138,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
         ctx.token_order = atp_chunk_rows(ctx.micro_batch, d.seq, ctx.atp_chunks, groups);
     }
     ctx.learning_rate = options.learning_rate;
+    ctx.zero_stage = sc.parallel.zero_stage;
     ctx.fabric = &fabric;
     const std::size_t n = tp.program.ranks.size();
     std::vector<RankOutcome> outcomes(n);
@@ -156,7 +161,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
         ex.error = *why;
         return ex;
     }
-    assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, outcomes, ex);
+    assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, sc.parallel.zero_stage == 3, outcomes, ex);
     if (l.pipeline == 1) {  // one stage: the output layer is the embedding itself, no copy to assemble
         ex.grads.wout = ex.grads.wemb;
         ex.weights.wout = ex.weights.wemb;

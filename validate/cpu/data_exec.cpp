@@ -15,62 +15,11 @@
 #include <string>
 
 #include "strategies/group_slots.hpp"
+#include "validate/cpu/param_buckets.hpp"
 #include "validate/cpu/rank_runner.hpp"
 
 namespace cuboid::cpu {
 namespace {
-
-template <class F>
-void each_param(GptParams& p, const std::vector<int>& blocks, F&& f) {
-    for (int b : blocks) for_each_param_of(p, b, f);
-}
-
-std::vector<Mat*> matrices(GptParams& p, const std::vector<int>& blocks) {
-    std::vector<Mat*> out;
-    each_param(p, blocks, [&](const ParamRef&, Mat& m) { out.push_back(&m); });
-    return out;
-}
-
-std::vector<double> flatten(GptParams& p, const std::vector<int>& blocks) {
-    std::vector<double> v;
-    each_param(p, blocks, [&](const ParamRef&, Mat& m) { v.insert(v.end(), m.data(), m.data() + m.size()); });
-    return v;
-}
-
-void unflatten(GptParams& p, const std::vector<int>& blocks, const std::vector<double>& v) {
-    std::size_t at = 0;
-    each_param(p, blocks, [&](const ParamRef&, Mat& m) {
-        std::copy(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + m.size()), m.data());
-        at += static_cast<std::size_t>(m.size());
-    });
-}
-
-// The tied word embedding (wemb on the first stage, its copy wout on the last, both [V/t, h]).
-bool tied_word_matrix(const ParamRef& r) { return std::string(r.name) == "wemb" || std::string(r.name) == "wout"; }
-
-// Elements of a reduce-scattered bucket that replica `member` of `d` owns: a contiguous 1/d of the
-// flattened bucket, except the tied word embedding, which gets a 1/d of its own. Megatron-LM puts
-// that parameter in a bucket of its own under the distributed optimizer (param_and_grad_buffer.py,
-// _does_param_require_new_bucket: "the first and last pipeline stage partition optimizer state for
-// the shared embedding parameters the same way across DP replicas, allowing the DP reduce-scatter
-// to be before the embedding all-reduce"); the program keeps its bytes in the bucket it completes.
-std::vector<double> owned_elements(GptParams& g, const std::vector<int>& blocks, std::size_t member, std::size_t d) {
-    std::size_t rest = 0;
-    each_param(g, blocks, [&](const ParamRef& r, Mat& m) { rest += tied_word_matrix(r) ? 0 : static_cast<std::size_t>(m.size()); });
-    std::vector<double> owned;
-    std::size_t at = 0;
-    each_param(g, blocks, [&](const ParamRef& r, Mat& m) {
-        const auto n = static_cast<std::size_t>(m.size());
-        const bool own = tied_word_matrix(r);
-        const std::size_t lo = member * (own ? n : rest) / d, hi = (member + 1) * (own ? n : rest) / d;
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t k = own ? i : at + i;
-            owned.push_back(k >= lo && k < hi ? 1.0 : 0.0);
-        }
-        if (!own) at += n;
-    });
-    return owned;
-}
 
 bool first_linear_bias(const ParamRef& r) { return std::string(r.name) == "bqkv" || std::string(r.name) == "b1"; }
 
@@ -165,10 +114,13 @@ void RankRunner::optimizer(const sim::Op&) {
         *w[i] = (own[i]->array() > 0.5).select(*w[i] - ctx_.learning_rate * *g[i], *w[i]);
 }
 
-void RankRunner::dp_gather(const sim::Op& op) {
-    std::vector<double> mine = flatten(out_.weights, out_.blocks);
+void RankRunner::dp_gather(const sim::Op& op) { gather_owned(op, out_.blocks); }
+
+// Every member contributes the elements it owns; each element must have exactly one owner.
+void RankRunner::gather_owned(const sim::Op& op, const std::vector<int>& blocks) {
+    std::vector<double> mine = flatten(out_.weights, blocks);
     const std::size_t n = mine.size();
-    const std::vector<double> owned = flatten(out_.owned, out_.blocks);
+    const std::vector<double> owned = flatten(out_.owned, blocks);
     mine.insert(mine.end(), owned.begin(), owned.end());
     std::size_t member = 0;
     const auto parts = exchange(op.group_slot, label(op), mine, &member);
@@ -184,7 +136,7 @@ void RankRunner::dp_gather(const sim::Op& op) {
         }
         if (owners != 1) throw std::runtime_error("parameter element with " + std::to_string(owners) + " owners in the gather");
     }
-    unflatten(out_.weights, out_.blocks, gathered);
+    unflatten(out_.weights, blocks, gathered);
 }
 
 }  // namespace cuboid::cpu

@@ -46,6 +46,10 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
     add(l.optimizer, {Family::Optimizer});
     add(l.tp_grad_sync, {Family::TpGradSync});
     add(l.emb_grad_sync, {Family::EmbGradSync});
+    add(l.fsdp_gather_f, {Family::FsdpGather, Phase::Forward});
+    add(l.fsdp_gather_b, {Family::FsdpGather, Phase::Backward});
+    add(l.fsdp_reduce_scatter, {Family::FsdpReduceScatter});
+    add(l.fsdp_replica_allreduce, {Family::FsdpReplicaReduce});
     for (std::size_t k = 0; k < l.cast_f.size(); ++k)
         for (std::uint32_t label : {l.cast_f[k], l.cast_r[k], l.cast_b[k], l.transpose_b[k]})
             if (label != 0) table[scratch.labels[label]] = {Family::NumericallyInert};

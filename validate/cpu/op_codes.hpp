@@ -21,6 +21,9 @@ enum class Family : std::uint8_t {
     DpReduce, DpGather, Optimizer,
     TpGradSync,    // tp.grad_allreduce: LayerNorm / bias gradients partial over a device's rows
     EmbGradSync,   // emb.grad_allreduce: the tied word embedding's gradient, first + last stage
+    // ZeRO-3 (fsdp_exec.cpp): a unit's weight all-gather before its forward / backward, its
+    // gradient reduce-scatter, the all-reduce of its gradient shard between hybrid copies.
+    FsdpGather, FsdpReduceScatter, FsdpReplicaReduce,
     // Passes that change no value of the executor's model, which computes in fp32 without a
     // rotary embedding, loss scaling or clipping: Transformer Engine's fp8 casts and transposes,
     // the rotary embedding kernel, the gradient norm, the unscale and the zeroing of gradients.

@@ -53,6 +53,7 @@ RankRunner::RankRunner(const RunContext& ctx, std::uint32_t rank, const GptParam
     out_.grads = zeros_like(out_.weights);
     out_.owned = zeros_like(out_.weights);
     for_each_param(out_.owned, [](const ParamRef&, Mat& m) { m.setOnes(); });
+    shard_weights();
 }
 
 std::vector<int> RankRunner::held_blocks() const {
@@ -105,13 +106,20 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
     index_ = index;
     switch (code.family) {
         case Family::LayerKernel:
+            require_gathered(tag.layer, tag, code.phase);
             if (code.phase == Phase::Backward) layer_backward(code.op, code.wgrad, tag);
             else layer_forward(code.op, tag, code.phase, op);
             break;
         case Family::TpCollective: tp_collective(index, op); return;
-        case Family::Embed: embedding(code.phase, tag); break;
+        case Family::Embed:
+            require_gathered(kEmbeddingBlock, tag, code.phase);
+            embedding(code.phase, tag);
+            break;
         case Family::EmbedDropout: embedding_dropout(code.phase, tag); break;
         case Family::FinalLn:
+            require_gathered(kHeadBlock, tag, code.phase);
+            head(code, tag);
+            break;
         case Family::Logits:
         case Family::Xent: head(code, tag); break;
         case Family::XentReduce: xent_reduce(op, tag); return;
@@ -122,9 +130,21 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
         case Family::PpGather: pipeline(op, code, tag); return;
         case Family::DpReduce: dp_reduce(op); return;
         case Family::DpGather: dp_gather(op); return;
-        case Family::TpGradSync: sync_partial_grads(op); return;
-        case Family::EmbGradSync: sync_tied_embedding(op); return;
-        case Family::Optimizer: optimizer(op); break;
+        case Family::TpGradSync:
+            take_sharded_grads();
+            sync_partial_grads(op);
+            return;
+        case Family::EmbGradSync:
+            take_sharded_grads();
+            sync_tied_embedding(op);
+            return;
+        case Family::Optimizer:
+            take_sharded_grads();
+            optimizer(op);
+            break;
+        case Family::FsdpGather: fsdp_gather(op, tag, code.phase); return;
+        case Family::FsdpReduceScatter: fsdp_reduce_scatter(op, tag); return;
+        case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag); return;
         case Family::NumericallyInert: return;  // not the last kernel: collectives look past it
         case Family::Unknown: throw std::runtime_error("label not understood by the CPU executor");
     }

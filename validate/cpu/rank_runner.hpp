@@ -63,6 +63,7 @@ struct RunContext {
     bool summa = false;         // 2d tensor mode (summa_exec.cpp)
     bool cube = false;          // 3d tensor mode (cube_exec.cpp)
     double learning_rate = 0.1;
+    int zero_stage = 0;         // ZeRO stage of the plan (3: fsdp_exec.cpp)
     Fabric* fabric = nullptr;
 };
 
@@ -179,6 +180,15 @@ private:
     void dp_reduce(const sim::Op& op);
     void optimizer(const sim::Op& op);
     void dp_gather(const sim::Op& op);
+    void gather_owned(const sim::Op& op, const std::vector<int>& blocks);
+    // fsdp_exec.cpp: ZeRO-3
+    bool fully_sharded() const;
+    void shard_weights();
+    void fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase);
+    void require_gathered(int block, const OpTag& tag, Phase phase);
+    void fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag);
+    void fsdp_replica_reduce(const sim::Op& op, const OpTag& tag);
+    void take_sharded_grads();
     Mat collective(const sim::Op& op, std::uint16_t slot, const Mat& in, const std::string& what);
     std::vector<Buffer> exchange(std::uint16_t slot, const std::string& key, Buffer data, std::size_t* member);
 
@@ -230,6 +240,13 @@ private:
     bool last_recv_grad_ = false;
     int xent_reductions_ = 0;
     int grad_syncs_ = 0;  // tp.grad_allreduce ops run (3d: the first two carry the hidden-block bucket)
+    // ZeRO-3: per block, the (micro-batch, pass) its weights were last gathered for; the
+    // accumulated gradient shards and the reduce-scatters run per block; whether the optimizer's
+    // gradients are the shards already.
+    std::map<int, std::pair<int, Phase>> gathered_;
+    GptParams fsdp_grads_;
+    std::map<int, int> fsdp_reductions_;
+    bool sharded_grads_taken_ = false;
     RankOutcome out_;
 };
 

@@ -1,0 +1,117 @@
+// ZeRO-3 / FSDP on one rank: a rank keeps only its shard of each unit's weights (the other
+// elements are NaN, so using one shows); the program's all-gather of a unit fills in the others'
+// shards before each forward and each backward of that unit, and every kernel of the unit checks
+// that the gather of its own micro-batch and pass came first (FSDP frees the gathered copy after
+// the pass, so a pass without its gather would have no weights). After each backward the unit's
+// gradient is reduce-scattered over the shard group into the rank's accumulated gradient shard;
+// under hybrid sharding the shard is then all-reduced with the copies. The optimizer updates the
+// owned elements only and nothing is gathered after it: the next iteration's gathers do.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "validate/cpu/param_buckets.hpp"
+#include "validate/cpu/rank_runner.hpp"
+
+namespace cuboid::cpu {
+namespace {
+
+int block_of_unit(int unit) {
+    if (unit == OpTag::kEmbeddingUnit) return kEmbeddingBlock;
+    if (unit == OpTag::kHeadUnit) return kHeadBlock;
+    if (unit < 0) throw std::runtime_error("parameter-unit op without a unit");
+    return unit;
+}
+
+std::string block_name(int block) {
+    if (block == kEmbeddingBlock) return "the embedding";
+    if (block == kHeadBlock) return "the head";
+    return "layer " + std::to_string(block);
+}
+
+}  // namespace
+
+bool RankRunner::fully_sharded() const { return ctx_.zero_stage == 3 && ctx_.layout->shard_size() > 1; }
+
+void RankRunner::shard_weights() {
+    if (!fully_sharded()) return;
+    const Layout& l = *ctx_.layout;
+    const auto member = static_cast<std::size_t>(dp_ % l.shard_size());
+    fsdp_grads_ = zeros_like(out_.weights);
+    for (int b : out_.blocks) {
+        const std::vector<int> one{b};
+        const std::vector<double> owned = owned_elements(out_.owned, one, member, static_cast<std::size_t>(l.shard_size()));
+        unflatten(out_.owned, one, owned);
+        std::vector<double> w = flatten(out_.weights, one);
+        for (std::size_t i = 0; i < w.size(); ++i)
+            if (owned[i] < 0.5) w[i] = std::numeric_limits<double>::quiet_NaN();
+        unflatten(out_.weights, one, w);
+    }
+}
+
+void RankRunner::fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase) {
+    const int block = block_of_unit(tag.layer);
+    gather_owned(op, {block});
+    gathered_[block] = {tag.micro, phase};
+}
+
+void RankRunner::require_gathered(int block, const OpTag& tag, Phase phase) {
+    if (!fully_sharded()) return;
+    const Phase pass = phase == Phase::Forward ? Phase::Forward : Phase::Backward;  // recompute: the backward's
+    const auto it = gathered_.find(block);
+    if (it == gathered_.end() || it->second.first != tag.micro || it->second.second != pass)
+        throw std::runtime_error("weights of " + block_name(block) + " not gathered for this " +
+                                 (pass == Phase::Forward ? "forward" : "backward") + " (ZeRO-3 keeps only a shard)");
+}
+
+void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag) {
+    const int block = block_of_unit(tag.layer);
+    const std::vector<int> one{block};
+    std::size_t member = 0;
+    const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, one), &member);
+    std::vector<double> sum(parts.front().size(), 0.0);
+    for (const Buffer& p : parts) {
+        if (p.size() != sum.size()) throw std::runtime_error("shards reduce different gradients");
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
+    }
+    const std::vector<double> owned = flatten(out_.owned, one);
+    std::vector<double> acc = flatten(fsdp_grads_, one);
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = owned[i] > 0.5 ? acc[i] + sum[i] : std::numeric_limits<double>::quiet_NaN();
+    unflatten(fsdp_grads_, one, acc);
+    unflatten(out_.grads, one, std::vector<double>(acc.size(), 0.0));  // the next micro-batch starts from zero
+    if (++fsdp_reductions_[block] == ctx_.layout->micro_batches && !ctx_.layout->hybrid_sharding())
+        reduced_blocks_.insert(block);
+}
+
+void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag) {
+    const int block = block_of_unit(tag.layer);
+    if (fsdp_reductions_[block] != ctx_.layout->micro_batches)
+        throw std::runtime_error("gradient of " + block_name(block) + " reduce-scattered for " +
+                                 std::to_string(fsdp_reductions_[block]) + " of " +
+                                 std::to_string(ctx_.layout->micro_batches) + " micro-batches before the copies' all-reduce");
+    const std::vector<int> one{block};
+    std::size_t member = 0;
+    const auto parts = exchange(op.group_slot, label(op), flatten(fsdp_grads_, one), &member);
+    std::vector<double> sum(parts.front().size(), 0.0);
+    for (const Buffer& p : parts) {
+        if (p.size() != sum.size()) throw std::runtime_error("copies reduce different gradient shards");
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
+    }
+    unflatten(fsdp_grads_, one, sum);
+    reduced_blocks_.insert(block);
+}
+
+void RankRunner::take_sharded_grads() {
+    if (!fully_sharded() || sharded_grads_taken_) return;
+    for (int b : out_.blocks)
+        if (reduced_blocks_.count(b) == 0)
+            throw std::runtime_error("gradient of " + block_name(b) + " reduce-scattered for " +
+                                     std::to_string(fsdp_reductions_[b]) + " of " +
+                                     std::to_string(ctx_.layout->micro_batches) + " micro-batches" +
+                                     (ctx_.layout->hybrid_sharding() ? " or never all-reduced between the copies" : ""));
+    out_.grads = fsdp_grads_;
+    sharded_grads_taken_ = true;
+}
+
+}  // namespace cuboid::cpu
