@@ -80,7 +80,6 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
         const auto needs = [&](const std::string& what) { return Catch::Contains(what).match(job.row.check.failure); };
         if (!t.empty(r, "cp") && t.number(r, "cp") > 1) CHECK(needs("context parallelism (cp=" + t.text(r, "cp") + ")"));
         if (t.text(r, "moe") == "yes") CHECK(needs("mixture of experts"));
-        if (Catch::Contains("FSDP").match(t.text(r, "distributed_optimizer"))) CHECK(needs("needs FSDP"));
         if (t.text(r, "precision") == "fp8-mx") CHECK(needs("MXFP8"));
         if (!job.needs.empty()) continue;
         // Expressible: the base scenario of its block and GPU, the row's plan on top.
@@ -90,6 +89,10 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
         CHECK(has(job.sets, std::string("parallel.schedule=") + (interleaved ? "interleaved" : "1f1b")));
         CHECK(has(job.sets, "parallel.virtual_stages=" + (interleaved ? t.text(r, "virtual_stages") : "1")));
         CHECK(has(job.sets, std::string("parallel.sequence_parallel=") + (t.number(r, "tp") > 1 ? "true" : "false")));
+        // FSDP (PyTorch's FULL_SHARD / FSDP2, Megatron-FSDP) is ZeRO-3.
+        const bool fsdp = Catch::Contains("FSDP").match(t.text(r, "distributed_optimizer"));
+        if (fsdp) CHECK(has(job.sets, "parallel.zero_stage=3"));
+        else CHECK_FALSE(has(job.sets, "parallel.zero_stage=3"));
     }
 }
 

@@ -70,10 +70,6 @@ std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, cons
                                     "attention are modelled",
                                     text("kv_heads")));
     if (cp > 1) needs.push_back(fmt::format("needs context parallelism (cp={})", cp));
-    // strategies/plan_validation.cpp: parallel.zero_stage 3 is refused (not yet simulated).
-    const std::string& sharding = text("distributed_optimizer");
-    if (contains(sharding, "FSDP") || contains(sharding, "ZeRO-3"))
-        needs.push_back("needs FSDP (ZeRO-3; parallel.zero_stage 3 is not supported)");
     if (catalog_gpu.empty()) {
         const std::string& gpu = text("gpu");
         needs.push_back(fmt::format("GPU {} not in the catalog{}", first_word(gpu), gpu.substr(first_word(gpu).size())));
@@ -126,6 +122,8 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
     const std::string& sharding = text("distributed_optimizer");
     const bool megatron_core = contains(text("framework"), "NeMo") || contains(text("framework"), "Megatron");
     const bool zero1 = contains(sharding, "distributed optimizer") || (sharding.empty() && megatron_core);
+    // PyTorch FSDP (FULL_SHARD, FSDP2), Megatron-FSDP: ZeRO-3 over the whole data-parallel group.
+    const bool zero3 = contains(sharding, "FSDP") || contains(sharding, "ZeRO-3");
     // Megatron-Core uses sequence parallelism whenever tensor > 1 (so does torchtitan's TP).
     const bool sp = tp > 1 && !lower(text("sequence_parallel")).starts_with("no");
 
@@ -140,7 +138,7 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         // Both count model chunks per pipeline stage (per GPU).
         fmt::format("parallel.virtual_stages={}", chunks),
         fmt::format("parallel.schedule={}", chunks > 1 ? "interleaved" : "1f1b"),
-        fmt::format("parallel.sequence_parallel={}", sp), fmt::format("parallel.zero_stage={}", zero1 ? 1 : 0),
+        fmt::format("parallel.sequence_parallel={}", sp), fmt::format("parallel.zero_stage={}", zero3 ? 3 : (zero1 ? 1 : 0)),
         "parallel.dp_overlap=true",
         fmt::format("training.micro_batch={}", mb), fmt::format("training.global_batch={}", gb),
         "training.precision=" + cuboid_precision(text("precision"))};
