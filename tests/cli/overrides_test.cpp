@@ -71,6 +71,8 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("model.attention_dropout=maybe", "model.attention_dropout", "true");
     check("model.attention_mask=sliding", "model.attention_mask", "allowed: causal, full");
     check("training.transformer_engine=maybe", "training.transformer_engine", "expected true or false");
+    check("parallel.shard_group=0", "parallel.shard_group", "must be >= 1");
+    check("parallel.shard_group=two", "parallel.shard_group", "expected an integer");
     check("reliability.failures_per_gpu_day=2", "reliability.failures_per_gpu_day", "must be between 0 and 1");
     check("reliability.checkpoint_gb_per_s=0", "reliability.checkpoint_gb_per_s", "must be between");
     check("reliability.checkpoint_interval_s=0.5", "reliability.checkpoint_interval_s", "must be between 1 and");
