@@ -50,8 +50,6 @@ void check_attention(const Checker& c, const Scenario& sc) {
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
     c.require(p.zero_stage >= 0 && p.zero_stage <= 3, "parallel.zero_stage", "allowed: 0, 1, 2, 3");
     c.require(p.shard_group >= 0, "parallel.shard_group", "must be at least 1 (or absent: all data-parallel ranks)");
-    c.require(p.shard_group == 0 || p.zero_stage == 3, "parallel.shard_group",
-              "hybrid sharding shards the weights: it needs parallel.zero_stage: 3");
 }
 
 int check_degrees(const Checker& c, const Scenario& sc) {
@@ -162,8 +160,12 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_attention(c, sc);
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
-    c.require(sc.parallel.shard_group == 0 || data % sc.parallel.shard_group == 0, "parallel.shard_group",
-              to_string(sc.parallel.shard_group) + " must divide the data-parallel degree " + to_string(data));
+    const int sg = sc.parallel.shard_group;
+    c.require(sg == 0 || data % sg == 0, "parallel.shard_group",
+              to_string(sg) + " must divide the data-parallel degree " + to_string(data));
+    c.require(sg == 0 || sg == data || sc.parallel.zero_stage == 3, "parallel.shard_group",
+              "hybrid sharding (a shard group smaller than the data-parallel degree " + to_string(data) +
+                  ") shards the weights: it needs parallel.zero_stage: 3");
     check_tensor(c, sc);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;

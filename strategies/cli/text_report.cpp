@@ -63,7 +63,9 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.tensor, p.pipeline, effective_data_parallel(s), to_string(p.schedule),
                p.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", p.virtual_stages) : "",
                to_string(p.recompute), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
-               p.zero_stage, p.shard_group > 0 ? fmt::format(" (hybrid: sharded over {} ranks)", p.shard_group) : "",
+               p.zero_stage, p.shard_group > 0 && p.shard_group < effective_data_parallel(s)
+                   ? fmt::format(" (hybrid: sharded over {} ranks)", p.shard_group)
+                   : "",
                p.dp_overlap ? "on" : "off");
     fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
                s.training.micro_batch, precision_name(s.training.precision));

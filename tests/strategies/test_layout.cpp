@@ -87,7 +87,8 @@ TEST_CASE("each invalid plan is rejected at its key") {
     CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor");  // t = 2 is not q^3
     // 3 sub-batches divide neither the micro-batch (1 sequence) nor seq_len 32.
     CHECK(rejected_key([](S s) { s.parallel.overlap_chunks = 3; }) == "parallel.overlap_chunks");
-    CHECK(rejected_key([](S s) { s.parallel.shard_group = 2; }) == "parallel.shard_group");  // not ZeRO 3
+    CHECK(rejected_key([](S s) { s.parallel.shard_group = 1; }) == "parallel.shard_group");  // hybrid without ZeRO 3
+    CHECK(rejected_key([](S s) { s.parallel.shard_group = 2; }).empty());  // the whole data group: any stage
     CHECK(rejected_key([](S s) {
               s.parallel.zero_stage = 3;
               s.parallel.shard_group = 3;  // does not divide the data degree
