@@ -31,7 +31,10 @@ inline constexpr std::uint16_t kEmbedding = 9;
 // kTensor (no op).
 inline constexpr std::uint16_t kShard = 10;
 inline constexpr std::uint16_t kReplica = 11;
-inline constexpr int kCount = 12;
+// ZeRO-3's parameter all-gathers: the shard group's ranks in a group of its own, since the
+// gathers run on their own stream (a group carries one stream's ops). Aliases kTensor otherwise.
+inline constexpr std::uint16_t kShardGather = 12;
+inline constexpr int kCount = 13;
 
 inline constexpr std::uint16_t tensor_axis(int axis) {
     return static_cast<std::uint16_t>(kTensorAxis0 + axis);

@@ -171,7 +171,7 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
                           int threads) {
     sim::Program program;
     const Labels labels = intern_labels(program);
-    build_groups(program, l, labels, !sc.model.swiglu);
+    build_groups(program, l, labels, !sc.model.swiglu, sc.parallel.zero_stage == 3 && l.shard_size() > 1);
     const LayerContext layer = base_layer(sc, l, labels);
     const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));

@@ -55,7 +55,7 @@ int prev_stage(const Layout& l, int stage) {
     return (l.virtual_stages > 1 && l.pipeline > 1) ? l.pipeline - 1 : -1;
 }
 
-void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool tied_embedding) {
+void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool tied_embedding, bool parameter_gathers) {
     const int t = l.tensor, d = l.data, pp = l.pipeline;
     const auto at = [&](int a, int b, int c, int nb, int nc) {
         return static_cast<std::size_t>((a * nb + b) * nc + c);
@@ -94,16 +94,21 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
             for (int j = 0; j < d; ++j) emb.push_back(add_group(p, pair(l, i, j, 0, pp - 1), labels.group_emb));
     // ZeRO-3 hybrid sharding: shard groups of consecutive data indices and, across them, the
     // groups of ranks holding the same shard (HSDP's shard and replicate dimensions).
+    // ZeRO-3's parameter gathers run on a stream of their own, so they get their own copy of each
+    // shard group: a group carries the ops of one stream only, so that its k-th collective is the
+    // same op on every member whatever order the members' streams post in.
     const int sg = l.shard_size();
-    std::vector<Index> shard, replica;
-    if (l.hybrid_sharding())
+    std::vector<Index> shard, replica, gather;
+    if (l.hybrid_sharding() || parameter_gathers)
         for (int s = 0; s < pp; ++s)
             for (int i = 0; i < t; ++i) {
                 for (int k = 0; k < d / sg; ++k) {
                     std::vector<std::uint32_t> ranks;
                     for (int j = k * sg; j < (k + 1) * sg; ++j) ranks.push_back(l.rank(i, j, s));
-                    shard.push_back(add_group(p, std::move(ranks), labels.group_shard));
+                    if (parameter_gathers) gather.push_back(add_group(p, ranks, labels.group_shard));
+                    if (l.hybrid_sharding()) shard.push_back(add_group(p, std::move(ranks), labels.group_shard));
                 }
+                if (!l.hybrid_sharding()) continue;
                 for (int c = 0; c < sg; ++c) {
                     std::vector<std::uint32_t> ranks;
                     for (int j = c; j < d; j += sg) ranks.push_back(l.rank(i, j, s));
@@ -122,11 +127,13 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
         std::vector<std::uint32_t> g(slot::kCount, tp);
         g[slot::kData] = dp_group[static_cast<std::size_t>(s * t + i)];
         g[slot::kShard] = g[slot::kData];
+        const auto base = static_cast<std::size_t>(s * t + i);
+        const std::size_t shard_index = base * static_cast<std::size_t>(d / sg) + static_cast<std::size_t>(j / sg);
         if (!shard.empty()) {
-            const auto base = static_cast<std::size_t>(s * t + i);
-            g[slot::kShard] = shard[base * static_cast<std::size_t>(d / sg) + static_cast<std::size_t>(j / sg)];
+            g[slot::kShard] = shard[shard_index];
             g[slot::kReplica] = replica[base * static_cast<std::size_t>(sg) + static_cast<std::size_t>(j % sg)];
         }
+        if (!gather.empty()) g[slot::kShardGather] = gather[shard_index];
         if (!axis_groups.empty())
             for (int a = 0; a < 3; ++a)
                 g[slot::tensor_axis(a)] = axis_groups[static_cast<std::size_t>(s * d + j)][static_cast<std::size_t>(i)]

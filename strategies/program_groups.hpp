@@ -10,7 +10,9 @@ namespace cuboid {
 // Adds the tensor, data and pipeline groups of `layout` to `program` and one RankProgram per
 // GPU (rank r runs the OpList of its stage). `tied_embedding` (the model ties its output matrix
 // to the word embedding) adds, when p > 1, the embedding groups {first stage, last stage}.
-void build_groups(sim::Program& program, const Layout& layout, const Labels& labels, bool tied_embedding);
+// `parameter_gathers`: ZeRO-3, whose parameter all-gathers get groups of their own (slot::kShardGather).
+void build_groups(sim::Program& program, const Layout& layout, const Labels& labels, bool tied_embedding,
+                  bool parameter_gathers = false);
 
 // The stage after / before `stage` in the flow of activations, -1 when none. With virtual
 // stages the last stage feeds the first (chunk c+1), so the pipeline is a ring.

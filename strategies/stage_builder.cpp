@@ -104,7 +104,7 @@ private:
             b_.e_.set_context(OpTag{units_[i], st_.micro, st_.chunk, -1});
             const double bytes = b_.unit_params(units_[i]) * b_.plan_.weight_bytes_per_param;
             issued_.push_back(b_.e_.comm(comm_op(OpKind::AllGather, label_, bytes, sim::stream::kParamGather,
-                                                 slot::kShard, OpCategory::DataComm),
+                                                 slot::kShardGather, OpCategory::DataComm),
                                          b_.e_.last_compute()));
             b_.e_.set_context(saved);
         }

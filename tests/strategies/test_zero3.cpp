@@ -110,3 +110,32 @@ TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
         CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
     }
 }
+
+// The simulator matches the k-th collective of a group across its members whatever the order in
+// which each member's streams post, so a group must carry the ops of one stream only (else two
+// members can post a gather and a reduce-scatter as the same instance). Checked on every rank of
+// ZeRO-3 plans (gathers on their own stream, reduce-scatters on the data stream) and of others.
+TEST_CASE("every group carries the communication of one stream only") {
+    std::vector<Scenario> plans;
+    for (int shard : {0, 2, 4}) plans.push_back(zero3(2, 8, shard));
+    for (int zero : {0, 1}) {
+        Scenario sc = test::tiny_scenario(2, 2, 2, kMicro, 4);
+        sc.parallel.zero_stage = zero;
+        sc.parallel.sequence_parallel = true;
+        plans.push_back(sc);
+    }
+    for (const Scenario& sc : plans) {
+        const sim::Program prog = build_program(sc, validate_plan(sc));
+        for (std::uint32_t r = 0; r < prog.ranks.size(); ++r) {
+            std::map<std::uint32_t, sim::StreamId> stream_of_group;
+            for (const sim::Op& op : prog.op_lists[prog.ranks[r].op_list].ops) {
+                if (!sim::is_communication(op.kind)) continue;
+                const std::uint32_t group = prog.ranks[r].groups[op.group_slot];
+                const auto [it, fresh] = stream_of_group.emplace(group, op.stream);
+                INFO("zero " << sc.parallel.zero_stage << " shard group " << sc.parallel.shard_group << " rank " << r
+                             << " group " << group << " op " << prog.labels[op.label]);
+                CHECK(it->second == op.stream);
+            }
+        }
+    }
+}
