@@ -80,8 +80,9 @@ void write_search_table(std::ostream& out, const SearchResult& r, int top) {
                    x.iteration_time_s, r.bound_s[i], 100.0 * x.mfu, x.peak_memory_bytes / 1e9, training.cells(x));
         write_breakdown(out, x);
     }
-    fmt::print(out, "\nbound_s: compute of the busiest stage at the priced kernel times plus the pipeline fill; "
-                    "plans whose bound reached the top times were not simulated\n");
+    fmt::print(out, "\nbound_s: the longer of the busiest stage's compute plus the pipeline fill and one rank's longest "
+                    "chain of kernels and uncontended collectives; plans whose bound reached the top times were not "
+                    "simulated\n");
     if (training.any()) fmt::print(out, "{}\n", training.legend());
 }
 

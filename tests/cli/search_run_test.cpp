@@ -112,6 +112,53 @@ TEST_CASE("the bound is a lower bound on every simulated plan of the space", "[s
     CHECK(schedules.size() == 4);  // every schedule was bounded and simulated
 }
 
+TEST_CASE("the bound carries the communication that cannot overlap and stays below the simulation",
+          "[search]") {
+    // Every schedule, every ZeRO stage the builder takes and data degrees 1 to 16 (tensor x
+    // pipeline on 16 GPUs), each plan bounded and simulated on its own.
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    SearchSpace sp = full_search_space(base);
+    sp.tensor = {1, 4};
+    sp.pipeline = {1, 2, 4};
+    sp.micro_batch = {1};
+    sp.virtual_stages = {2};
+    sp.recompute = {"none", "full"};  // shifted-critical-path needs full
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.sequence_parallel = {false};
+    sp.zero_stage = {0, 1, 2, 3};
+    const SearchCandidates c = search_candidates(sp, base);
+    std::set<std::string> schedules, zero_stages, data_degrees;
+    int bounded = 0, data_parallel = 0, communication_in_bound = 0;
+    for (const auto& point : c.points) {
+        const CandidateCheck check = check_candidate(base, c.axes, point, names, cache);
+        if (check.status != CandidateStatus::Feasible) continue;
+        const PointOutcome run = run_point(base, c.axes, point, names, cache);
+        REQUIRE(run.result);
+        INFO(fmt::format("t{} p{} d{} {} zero{}", point[0], point[1], point[2], point[4], point[10]));
+        CHECK(check.bound.total_s() <= run.result->iteration_time_s);
+        CHECK(check.bound.critical_path_s >= check.bound.compute_s);
+        ++bounded;
+        schedules.insert(point[4]);
+        zero_stages.insert(point[10]);
+        data_degrees.insert(point[2]);
+        if (point[2] != "1") {
+            ++data_parallel;
+            // The last gradients' reduction after the last backward: past the stage work alone.
+            if (check.bound.critical_path_s > check.bound.compute_s + check.bound.fill_s) ++communication_in_bound;
+        }
+    }
+    CHECK(bounded > 60);
+    CHECK(schedules.size() == 4);
+    CHECK(zero_stages.size() >= 3);  // stage 3 joins the grid once the builder supports it
+    CHECK(data_degrees.size() >= 4);
+    CHECK(data_parallel > 0);
+    CHECK(communication_in_bound == data_parallel);
+}
+
 TEST_CASE("memory pruning agrees with the simulation's memory verdict", "[search]") {
     // GPT 7.5B on eight 40 GB A100s: 16 bytes of weights, gradients and Adam state per parameter
     // (2 + 2 + 4 + 4 + 4) is 120 GB unsharded, so tensor 1 and 2 without ZeRO cannot fit (120 and
