@@ -12,6 +12,17 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CUBOID_SANITIZED_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUBOID_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+#ifndef CUBOID_SANITIZED_ALLOCATOR
+#define CUBOID_SANITIZED_ALLOCATOR 0
+#endif
 #endif
 
 namespace cuboid::cli {
@@ -206,10 +217,11 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
             // the simulation's state are released when run_point returns.
             PointOutcome o = run_point(base, st->candidates.axes, st->candidates.points[plan], names, hardware, fold,
                                        build_threads, cancel, headroom);
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !CUBOID_SANITIZED_ALLOCATOR
             // The plan's program and simulation state are freed by now; hand the pages back, so
             // that the process's memory is that of the plans in flight, not the high-water mark
-            // of every plan so far spread over the allocator's arenas.
+            // of every plan so far spread over the allocator's arenas. (Under AddressSanitizer
+            // malloc is ASan's, and glibc's trim would walk arenas it never set up.)
             malloc_trim(0);
 #endif
             const std::lock_guard lock(q.mutex);
