@@ -50,7 +50,7 @@ std::vector<std::string> cost_lines(const TrainingCost& c, const std::string& gp
     for (const InputRow& row : input_rows(c, always)) {
         const auto& f = *row.figure;
         if (f)
-            lines.push_back(fmt::format("          {:<18} {:>9.4g} {:<8} {}", row.label, f->value, row.unit, f->source));
+            lines.push_back(fmt::format("          {:<18} {:>9.6g} {:<8} {}", row.label, f->value, row.unit, f->source));
         else
             lines.push_back(fmt::format("          {:<18} {:>9} {:<8} no published figure for {} in the catalog; "
                                         "set {}",
