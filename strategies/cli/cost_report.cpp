@@ -54,7 +54,7 @@ std::vector<std::string> cost_lines(const TrainingCost& c, const std::string& gp
         else
             lines.push_back(fmt::format("          {:<18} {:>9} {:<8} no published figure for {} in the catalog; "
                                         "set {}",
-                                        row.label, "-", row.unit, gpu, row.key));
+                                        row.label, "-", row.unit, gpu.empty() ? "the GPU" : gpu, row.key));
     }
     return lines;
 }

@@ -12,8 +12,8 @@
 
 namespace cuboid::cli {
 
-// "cost      rented ... USD = ..." and one line per input with its source; `gpu` names the GPU in
-// the note of a figure the catalog lacks.
+// "cost      rented ... USD = ..." and one line per input with its source; `gpu` (may be empty)
+// names the GPU in the note of a figure the catalog lacks.
 std::vector<std::string> cost_lines(const TrainingCost& c, const std::string& gpu);
 
 // {"rented_usd", "owned_usd", "owned_capex_usd", "owned_energy_kwh", "owned_energy_usd", "hours",
