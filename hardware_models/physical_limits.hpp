@@ -24,6 +24,13 @@ inline constexpr double kMaxNodePowerKw = 1e4;
 inline constexpr double kMaxGpuPowerWatts = 1e5;
 inline constexpr double kMaxTrainingTokens = 1e18;
 inline constexpr double kMaxPue = 10.0;
+// Owning a cluster: a GPU's purchase price, electricity, the machines' useful life, the share of
+// it they are in use (above 0: a machine never used has no cost per training).
+inline constexpr double kMaxGpuPurchaseUsd = 1e7;
+inline constexpr double kMaxPowerUsdPerKwh = 10.0;
+inline constexpr double kMinAmortisationYears = 0.1;
+inline constexpr double kMaxAmortisationYears = 30.0;
+inline constexpr double kMinUtilisation = 0.01;
 inline constexpr double kMaxOversubscription = 1e3;
 
 }  // namespace cuboid::hw::limits

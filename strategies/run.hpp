@@ -12,6 +12,7 @@
 #include "hardware_models/hardware.hpp"
 #include "sim/executor.hpp"
 #include "strategies/goodput.hpp"
+#include "strategies/training_cost.hpp"
 #include "strategies/memory_breakdown.hpp"
 #include "strategies/scenario.hpp"
 
@@ -77,6 +78,8 @@ struct RunResult {
     std::optional<double> cost_usd;
     std::optional<double> energy_kwh;
     std::optional<Goodput> goodput;  // with time to train: failures, checkpoints, restarts
+    // With time to train: the cost rented and owned, with their inputs and sources.
+    std::optional<TrainingCost> training_cost;
 };
 
 struct RunOptions {

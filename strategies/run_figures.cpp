@@ -4,6 +4,7 @@
 
 #include "sim/memory.hpp"
 #include "strategies/model_math.hpp"
+#include "strategies/training_cost.hpp"
 #include "strategies/training_state.hpp"
 
 namespace cuboid {
@@ -64,6 +65,7 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     r.goodput = goodput_of(sc.reliability, seconds, r.gpus, checkpoint_bytes(sc.model, sc.training.precision));
     if (sc.cost.gpu_hour_usd) r.cost_usd = r.gpus * (seconds / kSecondsPerHour) * *sc.cost.gpu_hour_usd;
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
+    r.training_cost = training_cost(resolve_cost_inputs(sc, hw::Economics::builtin()), r.gpus, sc.cluster.nodes, seconds);
 }
 
 Bytes usable_memory(const hw::GpuSpec& gpu, double headroom) {

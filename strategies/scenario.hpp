@@ -138,6 +138,12 @@ struct ParallelPlan {
 struct CostSpec {
     std::optional<double> gpu_hour_usd;
     std::optional<double> node_power_kw;
+    // The owned cost's inputs (strategies/training_cost.hpp); unset: the catalog's cited figure.
+    std::optional<double> gpu_purchase_usd;
+    std::optional<double> power_usd_per_kwh;
+    std::optional<double> pue;
+    std::optional<double> amortisation_years;
+    std::optional<double> utilisation;
 };
 
 struct Scenario {

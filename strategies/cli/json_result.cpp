@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/cli/cost_report.hpp"
 #include "strategies/names.hpp"
 
 namespace cuboid::cli {
@@ -168,6 +169,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     if (r.time_to_train_s) j["time_to_train_s"] = *r.time_to_train_s;
     if (r.cost_usd) j["cost_usd"] = *r.cost_usd;
     if (r.energy_kwh) j["energy_kwh"] = *r.energy_kwh;
+    if (r.training_cost) j["training_cost"] = cost_json(*r.training_cost);
     if (r.goodput) {
         const Goodput& g = *r.goodput;
         nlohmann::ordered_json o{{"goodput", g.goodput},

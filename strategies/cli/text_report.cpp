@@ -10,6 +10,7 @@
 #include <fmt/ostream.h>
 
 #include "hardware_models/catalog.hpp"
+#include "strategies/cli/cost_report.hpp"
 #include "strategies/cli/json_result.hpp"
 #include "strategies/cli/suggest.hpp"
 #include "strategies/names.hpp"
@@ -156,6 +157,8 @@ void write_training(std::ostream& out, const Scenario& s, const RunResult& r) {
     if (r.cost_usd) line += fmt::format(", {:.3g} USD", *r.cost_usd);
     if (r.energy_kwh) line += fmt::format(", {:.3g} MWh", *r.energy_kwh / 1000.0);
     fmt::print(out, "{}\n", line);
+    if (r.training_cost)
+        for (const std::string& cost : cost_lines(*r.training_cost, s.cluster.gpu)) fmt::print(out, "{}\n", cost);
     if (!r.goodput) return;
     const Goodput& g = *r.goodput;
     fmt::print(out, "goodput   {:.1f} %: {} with failures ({:.2g} per GPU-day, one every {}); checkpoint {:.3g} GB in {} "

@@ -1,5 +1,7 @@
 #include "strategies/cli/whatif_output.hpp"
 
+#include "strategies/cli/cost_report.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -52,6 +54,13 @@ std::string csv_text(const nlohmann::ordered_json& v) {
     return q;
 }
 
+// The price the row's cost used: the study's, else the catalog's (0: none).
+double price_per_gpu_hour(const WhatifRow& row) {
+    if (row.scenario.cost.gpu_hour_usd) return *row.scenario.cost.gpu_hour_usd;
+    return row.training_cost && row.training_cost->inputs.gpu_hour_usd ? row.training_cost->inputs.gpu_hour_usd->value
+                                                                       : 0.0;
+}
+
 }  // namespace
 
 std::string partial_reason(const WhatifResult& r) {
@@ -68,7 +77,7 @@ nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
     j["gpu"] = s.cluster.gpu;
     j["gpus"] = s.cluster.gpus();
     j["nodes"] = s.cluster.nodes;
-    j["gpu_hour_usd"] = s.cost.gpu_hour_usd.value_or(0.0);
+    j["gpu_hour_usd"] = price_per_gpu_hour(row);
     j["node_power_kw"] = s.cost.node_power_kw.value_or(0.0);
     j["tokens"] = s.training.tokens.value_or(0.0);
     j["global_batch"] = s.training.global_batch;
@@ -93,6 +102,7 @@ nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
         j["gpu_hours"] = row.gpu_hours;
         j["cost_usd"] = row.cost_usd;
         j["energy_kwh"] = row.energy_kwh;
+        if (row.training_cost) j["training_cost"] = cost_json(*row.training_cost);
     }
     const SearchCounts& c = row.search.counts;
     j["search"] = {{"candidates", c.candidates}, {"invalid", c.invalid},         {"pruned_memory", c.pruned_memory},
@@ -134,12 +144,19 @@ nlohmann::ordered_json whatif_json(const WhatifResult& r) {
 }
 
 void write_whatif_csv(std::ostream& out, const WhatifResult& r) {
-    const std::vector<std::string> columns{
+    std::vector<std::string> columns{
         "cluster", "model", "gpu", "gpus", "nodes", "gpu_hour_usd", "node_power_kw", "tokens", "status", "wins",
         "plan_text", "plan/tensor", "plan/pipeline", "plan/data", "plan/micro_batch", "plan/schedule",
         "plan/virtual_stages", "plan/recompute", "plan/tensor_mode", "plan/overlap_chunks",
         "plan/sequence_parallel", "plan/zero_stage", "iteration_time_s", "tokens_per_s", "mfu", "peak_memory_gb",
-        "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"};
+        "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh", "training_cost/rented_usd",
+        "training_cost/owned_usd", "training_cost/owned_capex_usd", "training_cost/owned_energy_kwh",
+        "training_cost/owned_energy_usd"};
+    // Each input of the cost with its source, after the costs.
+    for (const char* input : {"gpu_hour_usd", "gpu_purchase_usd", "node_power_kw", "power_usd_per_kwh", "pue",
+                              "amortisation_years", "utilisation"})
+        for (const char* part : {"value", "source"})
+            columns.push_back(fmt::format("training_cost/inputs/{}/{}", input, part));
     if (r.partial())
         fmt::print(out, "# partial: {} of {} pairs done ({})\n", r.pairs_done(), r.pairs_total, partial_reason(r));
     for (std::size_t k = 0; k < columns.size(); ++k) {
@@ -166,6 +183,7 @@ void write_whatif_table(std::ostream& out, const WhatifResult& r) {
     for (const auto& model : model_names(r)) {
         fmt::print(out, "\nmodel {}\n{:<16} {:>6} {:>8} {:>9} {:>11} {:>11} {:>10} {:>6}  {:<14} {}\n", model, "cluster",
                    "GPUs", "days", "GPU-hours", "cost USD", "energy MWh", "$/GPU-h", "MFU %", "wins", "best plan");
+        // (cost USD: rented; the owned cost and every input's source follow the tables)
         for (std::size_t i = 0; i < r.rows.size(); ++i) {
             const WhatifRow& row = r.rows[i];
             if (row.model != model) continue;
@@ -176,7 +194,7 @@ void write_whatif_table(std::ostream& out, const WhatifResult& r) {
             const RunResult& x = *row.search.plans.outcomes[*row.best].result;
             fmt::print(out, "{:<16} {:>6} {:>8.1f} {:>9.3g} {:>11.4g} {:>11.4g} {:>10.2f} {:>6.1f}  {:<14} {}\n",
                        row.cluster, x.gpus, row.time_to_train_s / kSecondsPerDay, row.gpu_hours, row.cost_usd,
-                       row.energy_kwh / 1000.0, row.scenario.cost.gpu_hour_usd.value_or(0.0), 100.0 * x.mfu,
+                       row.energy_kwh / 1000.0, price_per_gpu_hour(row), 100.0 * x.mfu,
                        wins_of(r, i), plan_text(row.search.plans, *row.best));
         }
         for (const Criterion c : {Criterion::Time, Criterion::Cost, Criterion::Energy}) {
@@ -186,6 +204,11 @@ void write_whatif_table(std::ostream& out, const WhatifResult& r) {
         }
     }
     fmt::print(out, "\nenergy: nodes x node power x time x PUE; cost: GPU-hours x price per GPU-hour\n");
+    for (const WhatifRow& row : r.rows) {
+        if (!row.training_cost) continue;
+        fmt::print(out, "\n{} / {}\n", row.cluster, row.model);
+        for (const std::string& line : cost_lines(*row.training_cost, row.scenario.cluster.gpu)) fmt::print(out, "{}\n", line);
+    }
 }
 
 }  // namespace cuboid::cli

@@ -4,13 +4,14 @@
 #include <chrono>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/economics.hpp"
 #include "strategies/cli/search_output.hpp"
 
 #include <fmt/format.h>
 
 namespace cuboid::cli {
 
-void fill_training_figures(WhatifRow& row, double pue) {
+void fill_training_figures(WhatifRow& row, const Study& study, const StudyCluster& cluster) {
     constexpr double kSecondsPerHour = 3600.0;
     if (!row.best) return;
     const RunResult& x = *row.search.plans.outcomes[*row.best].result;
@@ -18,10 +19,14 @@ void fill_training_figures(WhatifRow& row, double pue) {
     row.time_to_train_s = *row.scenario.training.tokens / x.tokens_per_s;
     const double hours = row.time_to_train_s / kSecondsPerHour;
     row.gpu_hours = x.gpus * hours;
-    row.cost_usd = row.gpu_hours * row.scenario.cost.gpu_hour_usd.value_or(0.0);
     // Energy at the stated node power for the whole run (the nodes draw it while training),
     // times the facility's power usage effectiveness.
-    row.energy_kwh = row.scenario.cluster.nodes * row.scenario.cost.node_power_kw.value_or(0.0) * hours * pue;
+    row.energy_kwh = row.scenario.cluster.nodes * row.scenario.cost.node_power_kw.value_or(0.0) * hours * study.pue;
+    CostInputs in = resolve_cost_inputs(row.scenario, hw::Economics::builtin());
+    if (in.node_power_kw) in.node_power_kw->source = cluster.power_source + " in " + study.source_file;
+    if (study.pue_given) in.pue = {study.pue, "pue in " + study.source_file};
+    row.training_cost = training_cost(in, x.gpus, row.scenario.cluster.nodes, row.time_to_train_s);
+    row.cost_usd = row.training_cost->rented_usd.value_or(0.0);
 }
 
 std::size_t WhatifResult::pairs_done() const {
@@ -62,7 +67,7 @@ WhatifResult run_whatif(const Study& study, const NameResolvers& names, const Wh
                 break;
             }
             row.best = best_plan(row.search);
-            fill_training_figures(row, study.pue);
+            fill_training_figures(row, study, cluster);
             r.rows.push_back(std::move(row));
             r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (options.row_done) options.row_done(r);

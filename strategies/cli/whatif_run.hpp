@@ -23,6 +23,8 @@ struct WhatifRow {
     double gpu_hours = 0.0;        // GPUs x hours
     double cost_usd = 0.0;         // GPU-hours x price per GPU-hour
     double energy_kwh = 0.0;       // nodes x node power x hours x PUE
+    // The cost rented and owned with its inputs' sources (strategies/training_cost.hpp).
+    std::optional<TrainingCost> training_cost;
 };
 
 struct WhatifResult {
@@ -51,8 +53,9 @@ struct WhatifOptions {
     std::function<void(const std::string&)> progress;
 };
 
-// The figures of a row from its best plan's simulation (a row without a best plan is left at 0).
-void fill_training_figures(WhatifRow& row, double pue);
+// The figures of a row from its best plan's simulation (a row without a best plan is left at 0);
+// the cluster's node power and the study's PUE, where it sets one, are the owned cost's.
+void fill_training_figures(WhatifRow& row, const Study& study, const StudyCluster& cluster);
 
 // The pairs one after another, each searched on options.threads. A stop (signal, limit) ends the
 // pair in progress with the plans it found (its row is kept, its search marked partial) and

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/economics.hpp"
 #include "hardware_models/input_file.hpp"
 #include "hardware_models/physical_limits.hpp"
 #include "hardware_models/yaml_text.hpp"
@@ -62,7 +63,7 @@ std::string entry_name(const YAML::Node& entry, const InputLocation& w) {
 
 constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node", "scale_up_domain", "intra_node", "intra_node_gbps",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
-                                        "node_overhead_w"};
+                                        "node_overhead_w", "gpu_purchase_usd"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
@@ -116,7 +117,7 @@ StudyCluster read_cluster(const YAML::Node& e, const std::string& key, const Stu
             for (auto sub = v.begin(); sub != v.end(); ++sub)
                 r.set(c.settings, "cluster.inter_node." + sub->first.Scalar(), sub->second,
                       r.at(w.key + "." + sub->first.Scalar(), sub->first));
-        } else if (k == "gpu_hour_usd" || k == "node_power_kw") {
+        } else if (k == "gpu_hour_usd" || k == "node_power_kw" || k == "gpu_purchase_usd") {
             r.set(c.settings, "cost." + k, v, w);
         } else if (std::find(std::begin(kClusterKeys), std::end(kClusterKeys), k) != std::end(kClusterKeys)) {
             r.set(c.settings, "cluster." + k, v, w);
@@ -125,9 +126,16 @@ StudyCluster read_cluster(const YAML::Node& e, const std::string& key, const Stu
         }
     }
     if (!e["gpu"].IsDefined()) throw InputError(r.at(key, e), "missing: gpu (`cuboid list gpus`)");
-    if (!c.settings.cost.gpu_hour_usd)
-        throw InputError(r.at(key, e), "missing: gpu_hour_usd (price per GPU-hour in USD, with its source)");
-    c.gpu_hour_usd = *c.settings.cost.gpu_hour_usd;
+    // Without a price of its own the cluster takes the catalog's cited cloud price of its GPU.
+    const hw::GpuEconomics* economics = hw::Economics::builtin().find(c.settings.cluster.gpu);
+    if (c.settings.cost.gpu_hour_usd)
+        c.gpu_hour_usd = *c.settings.cost.gpu_hour_usd;
+    else if (economics && economics->cloud_usd_per_gpu_hour)
+        c.gpu_hour_usd = economics->cloud_usd_per_gpu_hour->value;
+    else
+        throw InputError(r.at(key, e), fmt::format("missing: gpu_hour_usd (the catalog has no cloud price for {}; "
+                                                   "give a price per GPU-hour in USD, with its source)",
+                                                   c.settings.cluster.gpu));
     set_power(c, e, key, r, catalog);
     return c;
 }
@@ -186,8 +194,10 @@ Study load_study_text(const std::string& text, const std::string& file, const Na
         throw InputError(r.at("name", name), "expected a short label, not a list or map");
     s.name = name.IsDefined() && name.IsScalar() && !name.Scalar().empty() ? name.Scalar()
                                                                           : std::filesystem::path(file).stem().string();
-    if (const YAML::Node p = root["pue"]; p.IsDefined())
+    if (const YAML::Node p = root["pue"]; p.IsDefined()) {
         s.pue = number_between(p.IsScalar() ? p.Scalar() : "", r.at("pue", p), 1.0, hw::limits::kMaxPue);
+        s.pue_given = true;
+    }
     if (const YAML::Node search = root["search"]; search.IsDefined()) s.search = search;
     const YAML::Node clusters = r.required_list(root, "clusters");
     for (std::size_t i = 0; i < clusters.size(); ++i)

@@ -18,7 +18,7 @@ namespace cuboid::cli {
 struct StudyCluster {
     std::string name;
     Scenario settings;         // cluster.* and cost.* keys set; the rest default
-    double gpu_hour_usd = 0.0;
+    double gpu_hour_usd = 0.0;  // the study's, else the catalog's cloud price of the GPU
     // Power of one node while training: gpus_per_node x GPU power (default: the catalog's TDP)
     // + the node's other parts (CPUs, memory, NICs, fans: node_overhead_w); or node_power_kw.
     double node_power_kw = 0.0;
@@ -34,6 +34,7 @@ struct Study {
     std::string name;
     std::string source_file;
     double pue = 1.0;          // facility power / IT power: energy is IT energy x pue
+    bool pue_given = false;    // the study sets pue (else the owned cost uses the catalog's default)
     std::vector<StudyCluster> clusters;
     std::vector<StudyModel> models;
     YAML::Node search;         // the study's `search:` section, for every pair; may be undefined

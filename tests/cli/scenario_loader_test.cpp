@@ -228,6 +228,14 @@ TEST_CASE("bandwidths lie between 1 bit/s and 1 Pbit/s, prices and powers below 
         {"training:\n  tokens: 1e300\n", "training.tokens"},
         {"cost:\n  gpu_hour_usd: .nan\n", "cost.gpu_hour_usd"},
         {"cost:\n  node_power_kw: .inf\n", "cost.node_power_kw"},
+        {"cost:\n  gpu_purchase_usd: -1\n", "cost.gpu_purchase_usd"},
+        {"cost:\n  gpu_purchase_usd: 1e9\n", "cost.gpu_purchase_usd"},
+        {"cost:\n  power_usd_per_kwh: 20\n", "cost.power_usd_per_kwh"},
+        {"cost:\n  pue: 0.9\n", "cost.pue"},
+        {"cost:\n  amortisation_years: 0\n", "cost.amortisation_years"},
+        {"cost:\n  utilisation: 0\n", "cost.utilisation"},
+        {"cost:\n  utilisation: 1.5\n", "cost.utilisation"},
+        {"cost:\n  utilisation: many\n", "cost.utilisation"},
     };
     for (const auto& [text, key] : cases) {
         INFO(text);

@@ -284,9 +284,16 @@ TEST_CASE("the search table shows days, cost and energy to train when the scenar
     REQUIRE(x.goodput);
     REQUIRE(x.goodput->effective_time_to_train_s);
     CHECK(*x.goodput->effective_time_to_train_s >= *x.time_to_train_s);
-    const std::string row = fmt::format("  {:>7.3g}  {:>12.3g}  {:>9.3g}  {:>10.3g}\n", *x.time_to_train_s / 86400.0,
-                                        *x.goodput->effective_time_to_train_s / 86400.0, *x.cost_usd,
-                                        *x.energy_kwh / 1000.0);
+    // The rented cost follows: the typed price, so the cost column's value; no owned cost (the
+    // catalog has no purchase price of an A100).
+    REQUIRE(x.training_cost);
+    REQUIRE(x.training_cost->rented_usd);
+    CHECK(*x.training_cost->rented_usd == Approx(*x.cost_usd));
+    CHECK_FALSE(x.training_cost->owned_usd);
+    CHECK(table.find("owned USD") == std::string::npos);
+    const std::string row = fmt::format("  {:>7.3g}  {:>12.3g}  {:>9.3g}  {:>10.3g}  {:>10.3g}\n",
+                                        *x.time_to_train_s / 86400.0, *x.goodput->effective_time_to_train_s / 86400.0,
+                                        *x.cost_usd, *x.energy_kwh / 1000.0, *x.training_cost->rented_usd);
     CHECK(table.find(row) != std::string::npos);
     CHECK(table.find("cost: GPUs x hours x cost.gpu_hour_usd") != std::string::npos);
     // And the JSON rows carry the same fields as `cuboid run --json`.
@@ -294,10 +301,19 @@ TEST_CASE("the search table shows days, cost and energy to train when the scenar
     CHECK(j["plans"][0]["time_to_train_s"].get<double>() == *x.time_to_train_s);
     CHECK(j["plans"][0]["cost_usd"].get<double>() == *x.cost_usd);
 
-    // Tokens without cost: days only.
+    // A purchase price typed: the owned cost too, and the legend lists every input with its source.
+    const std::string owned = table_of(four_plan_search(
+        "training: {global_batch: 16, tokens: 1.0e9}\ncost: {gpu_hour_usd: 2.5, gpu_purchase_usd: 10000}\n"));
+    INFO(owned);
+    CHECK(owned.find("rented USD  owned USD") != std::string::npos);
+    CHECK(owned.find("cost.gpu_purchase_usd in tiny.yaml") != std::string::npos);
+    CHECK(owned.find("DGX A100 6.5 kW") != std::string::npos);  // the catalog's node power
+    // Tokens without cost keys: days, and the rented cost at the catalog's price.
     const std::string days_only = table_of(four_plan_search("training: {global_batch: 16, tokens: 1.0e9}\n"));
     CHECK(days_only.find("days") != std::string::npos);
     CHECK(days_only.find("cost USD") == std::string::npos);
+    CHECK(days_only.find("rented USD") != std::string::npos);
+    CHECK(days_only.find("AWS p4d.24xlarge") != std::string::npos);
     // Neither: the table as before.
     const std::string plain = table_of(four_plan_search("training: {global_batch: 16}\n"));
     CHECK(plain.find("days") == std::string::npos);

@@ -10,6 +10,7 @@
 
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/whatif_study.hpp"
+#include "strategies/training_cost.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
 
@@ -159,4 +160,22 @@ TEST_CASE("a study without name: or search: runs (both are optional)", "[whatif]
     const Outcome o = run_cli({"whatif", path, "--json", "-"});
     INFO(o.err);
     CHECK(o.code == 0);
+}
+
+TEST_CASE("the default study has a rented price for every cluster and an owned cost where the catalog prices the GPU",
+          "[whatif][cost]") {
+    const std::string path = std::string(CUBOID_SOURCE_DIR) + "/scenarios/studies/llm70b-2t.yaml";
+    const Study s = load_study_file(path, builtin_name_resolvers());
+    int owned = 0;
+    for (const StudyCluster& c : s.clusters) {
+        INFO(c.name);
+        CHECK_FALSE(c.settings.cost.gpu_hour_usd);  // no price typed: the catalog's
+        const Scenario pair = pair_scenario(s, c, s.models.front());
+        const CostInputs in = resolve_cost_inputs(pair, hw::Economics::builtin());
+        REQUIRE(in.gpu_hour_usd);
+        CHECK(in.gpu_hour_usd->value == c.gpu_hour_usd);
+        CHECK(in.gpu_hour_usd->source.find("hw §7.1") != std::string::npos);
+        if (in.purchase_usd_per_gpu && in.node_power_kw) ++owned;
+    }
+    CHECK(owned >= 5);  // the H100, H200 and B200 clusters (no purchase price was read for A100)
 }
