@@ -47,7 +47,7 @@ struct GatherBuffers {
     double weights = 0.0, grads = 0.0;
 };
 GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
-    if (sc.parallel.zero_stage != 3 || l.shard_size() <= 1) return {};
+    if (!fully_sharded(sc.parallel.zero_stage, l)) return {};
     const ModelSpec& m = sc.model;
     double unit = layer_parameter_count_per_rank(m, l.tensor);
     if (stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
@@ -171,7 +171,7 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
                           int threads) {
     sim::Program program;
     const Labels labels = intern_labels(program);
-    build_groups(program, l, labels, !sc.model.swiglu, sc.parallel.zero_stage == 3 && l.shard_size() > 1);
+    build_groups(program, l, labels, !sc.model.swiglu, fully_sharded(sc.parallel.zero_stage, l));
     const LayerContext layer = base_layer(sc, l, labels);
     const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));

@@ -6,6 +6,7 @@
 #include "strategies/group_slots.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/tensor_modes/partial_grads.hpp"
+#include "strategies/training_state.hpp"
 
 namespace cuboid {
 namespace {
@@ -56,7 +57,7 @@ public:
 private:
     bool data_parallel() const { return l_.data > 1; }
     // ZeRO-3 over more than one rank: weights gathered per unit, gradients reduce-scattered per unit.
-    bool fully_sharded() const { return plan_.zero_stage == 3 && l_.shard_size() > 1; }
+    bool fully_sharded() const { return cuboid::fully_sharded(plan_.zero_stage, l_); }
     // Ranks the optimizer state (ZeRO >= 1) is sharded over.
     int state_shards() const { return plan_.zero_stage >= 1 ? l_.shard_size() : 1; }
 

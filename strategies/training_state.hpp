@@ -60,6 +60,10 @@ double tied_embedding_copy_per_rank(const ModelSpec& m, int t, int pipeline);
 // and weights (3) divided over the d data-parallel replicas.
 StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data);
 
+// ZeRO-3 over more than one rank: the weights are gathered per unit (layer, embedding, head) and
+// the gradients reduce-scattered per unit (stage_builder.cpp).
+inline bool fully_sharded(int zero_stage, const Layout& l) { return zero_stage == 3 && l.shard_size() > 1; }
+
 // Resident bytes: params * sharded_state_bytes_per_param(...).total().
 Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data);
 

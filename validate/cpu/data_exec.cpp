@@ -80,11 +80,7 @@ void RankRunner::dp_reduce(const sim::Op& op) {
     const std::vector<int> blocks(final_unreduced_.begin(), final_unreduced_.end());
     std::size_t member = 0;
     const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, blocks), &member);
-    std::vector<double> sum(parts.front().size(), 0.0);
-    for (const Buffer& p : parts) {
-        if (p.size() != sum.size()) throw std::runtime_error("replicas reduce different gradient buckets");
-        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
-    }
+    std::vector<double> sum = elementwise_sum(parts, "replicas reduce different gradient buckets");
     if (op.kind == sim::OpKind::ReduceScatter) {
         const std::vector<double> owned = owned_elements(out_.grads, blocks, member, parts.size());
         for (std::size_t i = 0; i < sum.size(); ++i)

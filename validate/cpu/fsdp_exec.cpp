@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "strategies/training_state.hpp"
 #include "validate/cpu/param_buckets.hpp"
 #include "validate/cpu/rank_runner.hpp"
 
@@ -32,7 +33,7 @@ std::string block_name(int block) {
 
 }  // namespace
 
-bool RankRunner::fully_sharded() const { return ctx_.zero_stage == 3 && ctx_.layout->shard_size() > 1; }
+bool RankRunner::fully_sharded() const { return cuboid::fully_sharded(ctx_.zero_stage, *ctx_.layout); }
 
 void RankRunner::shard_weights() {
     if (!fully_sharded()) return;
@@ -70,11 +71,7 @@ void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag) {
     const std::vector<int> one{block};
     std::size_t member = 0;
     const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, one), &member);
-    std::vector<double> sum(parts.front().size(), 0.0);
-    for (const Buffer& p : parts) {
-        if (p.size() != sum.size()) throw std::runtime_error("shards reduce different gradients");
-        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
-    }
+    std::vector<double> sum = elementwise_sum(parts, "shards reduce different gradients");
     const std::vector<double> owned = flatten(out_.owned, one);
     std::vector<double> acc = flatten(fsdp_grads_, one);
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = owned[i] > 0.5 ? acc[i] + sum[i] : std::numeric_limits<double>::quiet_NaN();
@@ -93,11 +90,7 @@ void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag) {
     const std::vector<int> one{block};
     std::size_t member = 0;
     const auto parts = exchange(op.group_slot, label(op), flatten(fsdp_grads_, one), &member);
-    std::vector<double> sum(parts.front().size(), 0.0);
-    for (const Buffer& p : parts) {
-        if (p.size() != sum.size()) throw std::runtime_error("copies reduce different gradient shards");
-        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
-    }
+    std::vector<double> sum = elementwise_sum(parts, "copies reduce different gradient shards");
     unflatten(fsdp_grads_, one, sum);
     reduced_blocks_.insert(block);
 }

@@ -1,6 +1,7 @@
 #include "validate/cpu/param_buckets.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 namespace cuboid::cpu {
@@ -10,6 +11,15 @@ namespace {
 bool tied_word_matrix(const ParamRef& r) { return std::string(r.name) == "wemb" || std::string(r.name) == "wout"; }
 
 }  // namespace
+
+std::vector<double> elementwise_sum(const std::vector<std::vector<double>>& parts, const char* mismatch) {
+    std::vector<double> sum(parts.front().size(), 0.0);
+    for (const std::vector<double>& p : parts) {
+        if (p.size() != sum.size()) throw std::runtime_error(mismatch);
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
+    }
+    return sum;
+}
 
 std::vector<Mat*> matrices(GptParams& p, const std::vector<int>& blocks) {
     std::vector<Mat*> out;

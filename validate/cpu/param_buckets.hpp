@@ -19,6 +19,10 @@ std::vector<Mat*> matrices(GptParams& p, const std::vector<int>& blocks);
 std::vector<double> flatten(GptParams& p, const std::vector<int>& blocks);
 void unflatten(GptParams& p, const std::vector<int>& blocks, const std::vector<double>& v);
 
+// The members' buffers of one exchange added element by element; throws `mismatch` when their
+// sizes differ.
+std::vector<double> elementwise_sum(const std::vector<std::vector<double>>& parts, const char* mismatch);
+
 // 1 where replica `member` of `d` owns the element of the flattened bucket, else 0: a contiguous
 // 1/d of the bucket, except the tied word embedding, which gets a 1/d of its own.
 std::vector<double> owned_elements(GptParams& g, const std::vector<int>& blocks, std::size_t member, std::size_t d);
