@@ -48,6 +48,8 @@ sim::TransferPlan hierarchical_plan(const PlanContext& ctx, Bytes bytes,
                                     std::span<const std::uint32_t> ranks);
 sim::TransferPlan chain_plan(const PlanContext& ctx, Bytes bytes, std::span<const std::uint32_t> ranks,
                              std::uint32_t root);
+// Every member sends `bytes` to the next one in ring order at once (RingExchange), one flow each.
+sim::TransferPlan neighbour_plan(const PlanContext& ctx, Bytes bytes, std::span<const std::uint32_t> ranks);
 sim::TransferPlan pairwise_plan(const PlanContext& ctx, Bytes bytes, std::span<const std::uint32_t> ranks);
 sim::TransferPlan direct_plan(const PlanContext& ctx, Bytes bytes, std::uint32_t from, std::uint32_t to);
 

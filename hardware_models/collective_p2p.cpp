@@ -39,6 +39,21 @@ sim::TransferPlan pairwise_plan(const PlanContext& ctx, Bytes bytes, std::span<c
     return {{std::move(phase)}};
 }
 
+sim::TransferPlan neighbour_plan(const PlanContext& ctx, Bytes bytes, std::span<const std::uint32_t> ranks) {
+    sim::TransferPhase phase;
+    Time step{0};
+    const std::size_t p = ranks.size();
+    for (std::size_t i = 0; i < p; ++i) {
+        const std::uint32_t from = ranks[i], to = ranks[(i + 1) % p];
+        FlowBuilder f(ctx);
+        f.hop(from, to);
+        phase.flows.push_back(f.flow(bytes));
+        step = std::max(step, step_latency(ctx, from, to, false));
+    }
+    phase.latency = ctx.costs.nccl.ring_base + step;
+    return {{std::move(phase)}};
+}
+
 sim::TransferPlan direct_plan(const PlanContext& ctx, Bytes bytes, std::uint32_t from, std::uint32_t to) {
     sim::TransferPhase phase;
     phase.latency = ctx.costs.nccl.ring_base + (from == to ? Time{0} : step_latency(ctx, from, to, false));

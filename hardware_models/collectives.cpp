@@ -121,7 +121,8 @@ std::vector<CollectiveAlgorithm> CollectiveModel::eligible(sim::OpKind kind,
         case sim::OpKind::AllGather:
         case sim::OpKind::ReduceScatter: return {A::Ring};
         case sim::OpKind::Broadcast: return {A::Chain};
-        case sim::OpKind::AllToAll: return {A::Pairwise};
+        case sim::OpKind::AllToAll:
+        case sim::OpKind::RingExchange: return {A::Pairwise};
         default: return {A::Direct};
     }
 }
@@ -140,7 +141,10 @@ CollectivePlan CollectiveModel::build(CollectiveAlgorithm algorithm, sim::OpKind
         case CollectiveAlgorithm::Tree: p.plan = detail::tree_plan(ctx, bytes, ranks); break;
         case CollectiveAlgorithm::Hierarchical: p.plan = detail::hierarchical_plan(ctx, bytes, ranks); break;
         case CollectiveAlgorithm::Chain: p.plan = detail::chain_plan(ctx, bytes, ranks, source); break;
-        case CollectiveAlgorithm::Pairwise: p.plan = detail::pairwise_plan(ctx, bytes, ranks); break;
+        case CollectiveAlgorithm::Pairwise:
+            p.plan = kind == sim::OpKind::RingExchange ? detail::neighbour_plan(ctx, bytes, ranks)
+                                                       : detail::pairwise_plan(ctx, bytes, ranks);
+            break;
         case CollectiveAlgorithm::Direct: {
             const std::uint32_t to = source == ranks[0] ? ranks[1] : ranks[0];
             const std::uint32_t from = source == ranks[0] || source == ranks[1] ? source : ranks[0];

@@ -33,6 +33,7 @@ const char* collective_kind_name(sim::OpKind kind) {
         case K::ReduceScatter: return "reduce-scatter";
         case K::Broadcast: return "broadcast";
         case K::AllToAll: return "all-to-all";
+        case K::RingExchange: return "ring-exchange";
         default: return "send-recv";
     }
 }

@@ -81,7 +81,14 @@ SimResult Engine::run() {
     // relaxed load each time, which changes nothing in what is simulated.
     constexpr std::uint32_t kCancelPollMask = 4095;
     std::uint32_t popped = 0;
-    while (!queue_.empty()) {
+    while (!queue_.empty() || network_.unsettled()) {
+        // Flows that ended now are re-shared together before the clock moves on (and before any
+        // other kind of event: dispatch()).
+        if (network_.unsettled() && (queue_.empty() || queue_.top().time != now_)) {
+            settle_network();
+            flush_run();
+            continue;
+        }
         if ((++popped & kCancelPollMask) == 0) cancel_.throw_if_requested();
         const auto e = queue_.pop();
         prefetch_next();
@@ -127,6 +134,7 @@ void Engine::flush_run() {
 }
 
 void Engine::dispatch(const Payload& p) {
+    if (p.kind != EventKind::FlowDue && network_.unsettled()) settle_network();
     ++result_.events;
     switch (p.kind) {
         case EventKind::OpsDone: ops_done(p.a, p.stream, p.b); break;
@@ -176,12 +184,12 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
     const Requirement* req = R.index->requirements.data();
     for (std::uint32_t i = slot.req_begin; i < slot.req_end(); ++i) {
         if (R.done[req[i].stream] < req[i].count) {
-            R.waiters[req[i].stream] = static_cast<std::uint8_t>(R.waiters[req[i].stream] | (1U << s));
+            R.waiters[req[i].stream] = static_cast<StreamMask>(R.waiters[req[i].stream] | (1U << s));
             R.wait_count[s] = req[i].count;
             return;
         }
     }
-    R.busy = static_cast<std::uint8_t>(R.busy | (1U << s));
+    R.busy = static_cast<StreamMask>(R.busy | (1U << s));
     if (slot.is_comm) {
         post(rank, s, slot);
         return;
@@ -204,7 +212,7 @@ void Engine::wake(std::uint32_t rank, StreamId finished) {
         todo &= todo - 1;
         if (bit != self) {
             if (R.done[finished] < R.wait_count[s]) continue;
-            R.waiters[finished] = static_cast<std::uint8_t>(R.waiters[finished] & ~bit);
+            R.waiters[finished] = static_cast<StreamMask>(R.waiters[finished] & ~bit);
         }
         try_start(rank, s);
     }
@@ -248,7 +256,7 @@ std::uint64_t Engine::chain_digest(const std::vector<StreamSlot>& slots, std::ui
 void Engine::stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops) {
     RankState& R = ranks_[rank];
     R.done[s] += ops;
-    R.busy = static_cast<std::uint8_t>(R.busy & ~(1U << s));
+    R.busy = static_cast<StreamMask>(R.busy & ~(1U << s));
     R.remaining -= ops;
     if (R.remaining == 0) {
         R.finish = now_;

@@ -79,11 +79,11 @@ private:
         std::array<std::uint32_t, kMaxStreams> done{};  // finished ops per stream
         std::uint32_t remaining = 0;                    // ops not yet finished
         std::uint32_t slot_base = 0;                    // this rank's group slots in slot_refs_
-        std::uint8_t busy = 0;                          // bit per stream: an op is running or posted on it
+        StreamMask busy = 0;                            // bit per stream: an op is running or posted on it
         // waiters[f], bit s: the head of idle stream s waits for stream f to reach wait_count[s].
         // A stream waits on one stream at most, so when f advances only these streams (and f)
         // need a retry, without a look at the others.
-        std::array<std::uint8_t, kMaxStreams> waiters{};
+        std::array<StreamMask, kMaxStreams> waiters{};
         std::uint32_t slot_count = 0;
         std::array<std::uint32_t, kMaxStreams> wait_count{};
         const OpList* list = nullptr;
@@ -216,6 +216,7 @@ private:
     void flow_due(FlowId flow, std::uint32_t version);
     void end_phase(std::uint32_t transfer);
     void finish_transfer(std::uint32_t transfer);
+    void settle_network();  // FlowNetwork::settle(), then its completions scheduled
     void schedule_completions();
     void prefetch_ranks(std::span<const Rendezvous::Member> members, std::size_t from);
     [[noreturn]] void report_deadlock() const;

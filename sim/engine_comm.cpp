@@ -87,19 +87,20 @@ void Engine::phase_due(std::uint32_t id) {
     }
     T.flows_left = 0;
     for (const Flow& f : T.plan->phases[T.phase].flows) {
-        if (network_.start(f.links, f.bytes, now_, id) == kNoFlow) continue;  // local: done already
+        if (network_.add(f.links, f.bytes, now_, id) == kNoFlow) continue;  // local: done already
         ++T.flows_left;
         ++result_.flows;
     }
-    schedule_completions();
+    settle_network();
     if (T.flows_left == 0) end_phase(id);
 }
 
 void Engine::flow_due(FlowId flow, std::uint32_t version) {
     if (!network_.current(flow, version)) return;  // rescheduled since: a later event stands
     const std::uint32_t id = network_.owner(flow);
-    network_.finish(flow, now_);
-    schedule_completions();
+    // Re-shared once with the other flows that end now (settle_network()): an all-to-all's flows
+    // often end together.
+    network_.end(flow, now_);
     if (--transfers_[id].flows_left == 0) end_phase(id);
 }
 
@@ -140,6 +141,11 @@ void Engine::prefetch_ranks(std::span<const Rendezvous::Member> members, std::si
         const char* r = reinterpret_cast<const char*>(&ranks_[m.rank]);
         for (std::size_t at = from; at < sizeof(RankState); at += 64) __builtin_prefetch(r + at);
     }
+}
+
+void Engine::settle_network() {
+    network_.settle(now_);
+    schedule_completions();
 }
 
 void Engine::schedule_completions() {

@@ -84,8 +84,8 @@ void Engine::plan_lockstep(RunMemo& memo, const RunStart& start) {
     const auto& comm = index.streams[x];
     const auto& chains = index.streams[stream::kCompute];
     const auto& awaited = index.awaited_by;
-    const auto outside_c = static_cast<std::uint8_t>(~(1U << x));
-    const auto outside_x = static_cast<std::uint8_t>(~(1U << stream::kCompute));
+    const auto outside_c = static_cast<StreamMask>(~(1U << x));
+    const auto outside_x = static_cast<StreamMask>(~(1U << stream::kCompute));
     run.checkpoints.clear();
     run.busy = Time(0);
     run.recompute = Time(0);
@@ -283,7 +283,7 @@ void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
             const auto s = static_cast<StreamId>(std::countr_zero(todo));
             todo &= todo - 1;
             if (R.done[cp.stream] < R.wait_count[s]) continue;
-            R.waiters[cp.stream] = static_cast<std::uint8_t>(R.waiters[cp.stream] & ~(1U << s));
+            R.waiters[cp.stream] = static_cast<StreamMask>(R.waiters[cp.stream] & ~(1U << s));
             try_start(member.rank, s);
         }
     }
@@ -296,7 +296,7 @@ void Engine::close_lockstep(std::uint32_t id) {
     Transfer& T = transfers_[id];
     const StreamId x = T.ops[0].stream;
     const bool running = T.run.running_end >= Time(0);
-    const auto compute_bit = static_cast<std::uint8_t>(1U << stream::kCompute);
+    const auto compute_bit = static_cast<StreamMask>(1U << stream::kCompute);
     const auto members = rendezvous_.members(T.group);
     std::uint64_t keys = 0;
     for (std::uint32_t m = 0; m < members.size(); ++m) {
@@ -309,8 +309,8 @@ void Engine::close_lockstep(std::uint32_t id) {
         R.clock.lockstep_ends(now_, T.run.busy, T.run.recompute, running ? T.run.running_start : Time(-1));
         if (running) {
             // The compute stream is busy, no longer waiting for the collective that ends now.
-            R.busy = static_cast<std::uint8_t>(R.busy | compute_bit);
-            R.waiters[x] = static_cast<std::uint8_t>(R.waiters[x] & ~compute_bit);
+            R.busy = static_cast<StreamMask>(R.busy | compute_bit);
+            R.waiters[x] = static_cast<StreamMask>(R.waiters[x] & ~compute_bit);
             schedule(T.run.running_end, Payload{rank, T.run.compute_count, EventKind::OpsDone, stream::kCompute});
         }
         T.ops[m].op = T.run.last_op;

@@ -48,7 +48,7 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
         for (const CommUse& u : uses[l]) {
             auto& streams = slot_streams_[l];
             if (u.slot >= streams.size()) streams.resize(u.slot + 1U, 0);
-            streams[u.slot] = static_cast<std::uint8_t>(streams[u.slot] | (1U << (u.stream & 7U)));
+            streams[u.slot] = static_cast<StreamMask>(streams[u.slot] | (1U << u.stream));
         }
     }
     // (a): plan everything first, then record who uses each link.
@@ -113,10 +113,10 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
         }
         const RankProgram& rp = ranks[*common];
         // The streams from which the common member posts to h.
-        std::uint8_t streams = 0;
+        StreamMask streams = 0;
         const auto& per_slot = slot_streams_[rp.op_list];
         for (std::size_t k = 0; k < rp.groups.size() && k < per_slot.size(); ++k) {
-            if (rp.groups[k] == h) streams = static_cast<std::uint8_t>(streams | per_slot[k]);
+            if (rp.groups[k] == h) streams = static_cast<StreamMask>(streams | per_slot[k]);
         }
         if (ordered_[rp.op_list].empty()) ordered_[rp.op_list] = ordering_of(program, rp.op_list, indexes);
         conditions_.push_back({static_cast<std::uint32_t>(common - members.begin()), rp.op_list, streams});
@@ -127,7 +127,7 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
 
 // ordered_streams() of op list `l`, copied from an op list analysed before when the two agree in
 // everything it reads (same_order_inputs).
-std::vector<std::uint8_t> ExclusiveTransfers::ordering_of(const Program& program, std::uint32_t l,
+std::vector<StreamMask> ExclusiveTransfers::ordering_of(const Program& program, std::uint32_t l,
                                                           std::span<const OpListIndex> indexes) const {
     const OpList& list = program.op_lists[l];
     for (std::size_t k = 0; k < ordered_.size(); ++k) {

@@ -76,7 +76,7 @@ private:
     struct Condition {
         std::uint32_t member = 0;
         std::uint32_t op_list = 0;
-        std::uint8_t streams = 0;
+        StreamMask streams = 0;
     };
     struct Known {
         const TransferPlan* plan = nullptr;
@@ -92,14 +92,14 @@ private:
                         std::uint32_t group, const TransferPlan& plan, Shortcut& shortcut,
                         std::span<const OpListIndex> indexes);
     void check_unknown(std::uint32_t group, const TransferPlan& plan) const;
-    std::vector<std::uint8_t> ordering_of(const Program& program, std::uint32_t op_list,
+    std::vector<StreamMask> ordering_of(const Program& program, std::uint32_t op_list,
                                           std::span<const OpListIndex> indexes) const;
 
     const FlowNetwork* network_ = nullptr;
     std::vector<std::vector<std::uint32_t>> link_users_;  // groups whose plans use the link, ascending
     std::vector<Condition> conditions_;
-    std::vector<std::vector<std::uint8_t>> ordered_;  // per op list: ordered_streams(), when needed
-    std::vector<std::vector<std::uint8_t>> slot_streams_;  // per op list and slot: streams posting there
+    std::vector<std::vector<StreamMask>> ordered_;  // per op list: ordered_streams(), when needed
+    std::vector<std::vector<StreamMask>> slot_streams_;  // per op list and slot: streams posting there
     std::vector<std::uint32_t> link_stamp_;  // scratch for (c)
     std::uint32_t stamp_ = 0;
     std::vector<std::vector<Known>> known_;  // per group: its plans, planned before the run

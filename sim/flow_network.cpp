@@ -60,7 +60,10 @@ std::optional<Time> FlowNetwork::solo_duration(std::span<const LinkUse> uses, By
     return Time(ticks_to_deliver(bytes.value, std::max(kDoneBytes, kDoneFraction * bytes.value), level));
 }
 
-FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner) {
+// A new flow on its links, not yet shared: `alone` when no other flow (nor another use of it) is
+// on them, `solo` its rate then.
+FlowId FlowNetwork::attach_new(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner,
+                               double& solo, bool& alone) {
     for (const LinkUse& u : uses) {
         if (u.link >= links_.size()) throw std::logic_error("flow network: flow uses an unknown link");
         // attach() reads every link next: start the (mostly missing) lines loading together.
@@ -81,12 +84,20 @@ FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, 
     f.rate = 0.0;
     f.last = now.value;
     ++active_;
+    alone = attach(id, solo);
+    return id;
+}
+
+FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner) {
     double solo = 0.0;
-    if (attach(id, solo)) {
+    bool alone = false;
+    const FlowId id = attach_new(uses, bytes, now, owner, solo, alone);
+    if (id == kNoFlow) return kNoFlow;
+    if (alone) {
         // Alone on all its links (a tensor-parallel ring inside its node, typically): its
         // component is itself, and water-filling gives it the tightest link, capacity / weight.
-        f.rate = solo;
-        f.is_new = false;
+        flows_[id].rate = solo;
+        flows_[id].is_new = false;
         announce(id, now.value);
     } else {
         reshare(id, {}, now.value);
@@ -94,7 +105,63 @@ FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, 
     return id;
 }
 
+FlowId FlowNetwork::add(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner) {
+    double solo = 0.0;
+    bool alone = false;
+    const FlowId id = attach_new(uses, bytes, now, owner, solo, alone);
+    if (id != kNoFlow) added_.push_back(id);
+    return id;
+}
+
+// The flows added last first: the first one met of each component is the one whose one-by-one
+// start would have re-shared the whole component last; the others it reaches are settled with it.
+void FlowNetwork::settle(Time now) {
+    const std::uint32_t before = epoch_;
+    // Searched by this settle: marked after `before` (unsigned differences: the epoch may wrap).
+    const auto searched = [&](std::uint32_t mark) { return mark - before - 1U < epoch_ - before; };
+    for (auto it = ended_.rbegin(); it != ended_.rend(); ++it) {
+        const bool covered = std::all_of(it->begin(), it->end(), [&](const LinkUse& u) {
+            return !(u.weight > 0.0) || searched(links_[u.link].mark);
+        });
+        if (!covered) reshare(kNoFlow, *it, now.value);
+    }
+    ended_.clear();
+    for (auto it = added_.rbegin(); it != added_.rend(); ++it) {
+        FlowState& f = flows_[*it];
+        if (searched(f.mark)) continue;  // re-shared with a flow added (or ended) after it
+        double solo = std::numeric_limits<double>::infinity();
+        bool alone = true;
+        for (std::uint32_t i = 0; i < f.use_count; ++i) {
+            if (!(f.uses[i].weight > 0.0)) continue;
+            const LinkState& L = links_[f.uses[i].link];
+            alone = alone && L.flows.size() == 1;
+            solo = std::min(solo, L.capacity / f.uses[i].weight);
+        }
+        if (alone) {  // as start(): the same rate, the same completion
+            f.mark = ++epoch_;
+            f.rate = solo;
+            f.is_new = false;
+            announce(*it, now.value);
+        } else {
+            reshare(*it, {}, now.value);
+        }
+    }
+    added_.clear();
+}
+
 void FlowNetwork::finish(FlowId id, Time now) {
+    // A flow that shared no link leaves nobody to re-share with (the common case of a
+    // tensor-parallel ring inside one node).
+    if (release(id, now)) reshare(kNoFlow, {flows_[id].uses, flows_[id].use_count}, now.value);
+}
+
+void FlowNetwork::end(FlowId id, Time now) {
+    if (release(id, now)) ended_.emplace_back(flows_[id].uses, flows_[id].use_count);
+}
+
+// The flow is done at `now`: its bytes delivered, its links freed, its id free for reuse (its
+// uses stay readable). True when another flow is left on one of its links.
+bool FlowNetwork::release(FlowId id, Time now) {
     FlowState& f = flows_[id];
     assert(f.active);
     advance(f, now.value);
@@ -110,9 +177,7 @@ void FlowNetwork::finish(FlowId id, Time now) {
     const bool shared = detach(id);
     free_ids_.push_back(id);
     --active_;
-    // A flow that shared no link leaves nobody to re-share with (the common case of a
-    // tensor-parallel ring inside one node).
-    if (shared) reshare(kNoFlow, {f.uses, f.use_count}, now.value);
+    return shared;
 }
 
 Bytes FlowNetwork::carried(LinkId link) const {

@@ -46,6 +46,20 @@ public:
     // for: no link with positive weight, or no bytes; such a flow is done at once.
     FlowId start(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner);
 
+    // Starts the flows of one transfer phase together: add() each (its id, or kNoFlow as start()
+    // returns), then settle() once at the same `now`. The rates and completion times are those
+    // that starting them one by one gives (each component is re-shared once, seeded by its flow
+    // started last, as the last one-by-one start would), without re-sharing a growing component
+    // once per flow: an all-to-all of P ranks starts P(P-1) flows.
+    FlowId add(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner);
+    // Likewise for flows that end at the same time: end() each, then settle() once (before any
+    // flow starts and before the clock moves). Each component is re-shared once, seeded by the
+    // links of the flow that ended last there: the rates the last one-by-one finish() gives.
+    void end(FlowId flow, Time now);
+    // Re-shares what the flows ended and added since the last settle() changed, ends first.
+    void settle(Time now);
+    bool unsettled() const { return !ended_.empty() || !added_.empty(); }
+
     // Ends `flow` at `now`, its announced completion time, and re-shares what it leaves behind.
     void finish(FlowId flow, Time now);
 
@@ -107,9 +121,12 @@ private:
     };
 
     FlowId allocate();
+    FlowId attach_new(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner, double& solo,
+                      bool& alone);
     // True when no other flow (nor another use of f) is on its links; `solo` is then its rate.
     bool attach(FlowId f, double& solo);
     bool detach(FlowId f);  // true when some other flow is left on one of its links
+    bool release(FlowId f, Time now);
     void collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links);
     void advance(FlowState& f, std::int64_t now);
     void water_fill();
@@ -128,6 +145,8 @@ private:
     // some flow on it is still rising, +infinity after.
     std::vector<double> comp_levels_;
     std::vector<double> old_rates_;
+    std::vector<FlowId> added_;        // add()ed flows not yet settled, in the order added
+    std::vector<std::span<const LinkUse>> ended_;  // the links of end()ed flows not yet settled
     std::uint32_t epoch_ = 0;
     std::size_t active_ = 0;
 };

@@ -24,6 +24,7 @@ std::string_view op_kind_name(OpKind kind) {
         case OpKind::AllToAll: return "all_to_all";
         case OpKind::Send: return "send";
         case OpKind::Recv: return "recv";
+        case OpKind::RingExchange: return "ring_exchange";
     }
     return "unknown";
 }
@@ -48,6 +49,8 @@ std::string_view stream_name(StreamId s) {
         case stream::kDataComm: return "data-comm";
         case stream::kHost: return "host";
         case stream::kParamGather: return "param-gather";
+        case stream::kContextComm: return "context-comm";
+        case stream::kPipelineSendBack: return "pipeline-send-back";
         default: return "stream";
     }
 }

@@ -52,7 +52,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         ++sizes[o.stream];
     }
     std::array<StreamSlot*, kMaxStreams> slots{};
-    std::array<std::uint8_t*, kMaxStreams> awaited{};
+    std::array<StreamMask*, kMaxStreams> awaited{};
     for (int s = 0; s < kMaxStreams; ++s) {
         if (sizes[s] != 0) stream_count = s + 1;
         streams[s].assign(sizes[s], StreamSlot{});  // copies of one zero slot (resize calls memset per slot)
@@ -90,7 +90,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         slot.is_comm = is_communication(o.kind);
         slot.category = o.category;
         if (slot.is_comm) {
-            comm_streams = static_cast<std::uint8_t>(comm_streams | (1U << s));
+            comm_streams = static_cast<StreamMask>(comm_streams | (1U << s));
             slot.tag = static_cast<std::uint8_t>(o.kind);
             slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
             slot.word1 = o.group_slot;
@@ -105,7 +105,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
             const int x = std::countr_zero(waits);
             waits &= waits - 1;
             reqs[req_count++] = {need[x], static_cast<StreamId>(x)};
-            awaited[x][need[x] - 1] |= static_cast<std::uint8_t>(1U << s);
+            awaited[x][need[x] - 1] |= static_cast<StreamMask>(1U << s);
         }
         slot.req_count = static_cast<std::uint8_t>(req_count - slot.req_begin);
     }

@@ -21,7 +21,10 @@
 
 namespace cuboid::sim {
 
-inline constexpr int kMaxStreams = 8;
+inline constexpr int kMaxStreams = 16;
+// One bit per stream of a rank (who is busy, who waits for whom).
+using StreamMask = std::uint16_t;
+static_assert(kMaxStreams <= 16 && stream::kCount <= kMaxStreams);
 
 // "Stream `stream` must have finished at least `count` ops."
 struct Requirement {
@@ -83,14 +86,14 @@ struct OpListIndex {
     int stream_count = 0;  // 1 + the highest stream id used
     // A bit per stream that holds a communication op: the readers of communication ops skip the
     // compute stream, which holds most of a list's ops.
-    std::uint8_t comm_streams = 0;
+    StreamMask comm_streams = 0;
     std::array<std::vector<StreamSlot>, kMaxStreams> streams;
     std::vector<Requirement> requirements;
     std::vector<std::uint32_t> position;  // op -> its position in its stream
     std::vector<StreamId> stream_of;      // op -> its stream (ordered_streams walks ops in list order)
     OpListTotals totals;                  // op_list_totals(list), taken in the same pass
     // Per stream and position, a bit per other stream that waits for the op there to finish.
-    std::array<std::vector<std::uint8_t>, kMaxStreams> awaited_by;
+    std::array<std::vector<StreamMask>, kMaxStreams> awaited_by;
     // Per stream and position: a lockstep run (sim/engine_lockstep.cpp) may begin with the op
     // there, a tensor-parallel collective that the compute stream waits for before doing anything
     // else. Once it starts, every member that runs it from the same position of one op list
@@ -114,7 +117,7 @@ struct OpListIndex {
     // A collective a lockstep run can hold: tensor-parallel, between all members of its group.
     static bool lockstep_collective(const StreamSlot& slot) {
         return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind() != OpKind::Send &&
-               slot.kind() != OpKind::Recv;
+               slot.kind() != OpKind::Recv && slot.kind() != OpKind::RingExchange;
     }
 
 private:

@@ -9,7 +9,7 @@
 namespace cuboid::sim {
 namespace {
 
-constexpr int kStreams = 8;
+constexpr int kStreams = kMaxStreams;
 using Counts = std::array<std::uint32_t, kStreams>;
 
 // First index k in [after, size) with seen[k][x] > i (size if none); seen[.][x] does not decrease.
@@ -86,7 +86,7 @@ Needs needs(const OpListIndex& index) {
 
 }  // namespace
 
-std::vector<std::uint8_t> ordered_streams(const OpListIndex& index) {
+std::vector<StreamMask> ordered_streams(const OpListIndex& index) {
     const Needs need = needs(index);
     // Op o (stream x, position i) and stream s: the ops of s before need(o)[s] finish before o
     // starts; those from the first whose need on x exceeds i start after o finishes. Every op of
@@ -94,31 +94,31 @@ std::vector<std::uint8_t> ordered_streams(const OpListIndex& index) {
     // grows along stream s (each op merges its predecessor's), and i grows along stream x, so
     // that first op only moves forward: one forward (galloping) search of s per pair of streams
     // finds it for every communication op of x, instead of a binary search of all of s per op.
-    std::vector<std::uint8_t> ordered(index.position.size(), 0);
+    std::vector<StreamMask> ordered(index.position.size(), 0);
     for (int x = 0; x < kStreams; ++x) {
         const auto& comm = need.comm[x];
         if (comm.empty()) continue;
         // A stream without ops is ordered with everything.
-        std::uint8_t vacuous = 0;
+        StreamMask vacuous = 0;
         for (int s = 0; s < kStreams; ++s) {
-            if (s != x && need.stream(s).empty()) vacuous = static_cast<std::uint8_t>(vacuous | (1U << s));
+            if (s != x && need.stream(s).empty()) vacuous = static_cast<StreamMask>(vacuous | (1U << s));
         }
         for (const std::uint32_t op : comm) ordered[op] = vacuous;
         for (int s = 0; s < kStreams; ++s) {
             if (s == x || need.stream(s).empty()) continue;
-            const auto bit = static_cast<std::uint8_t>(1U << s);
+            const auto bit = static_cast<StreamMask>(1U << s);
             std::uint32_t after = 0;
             for (const std::uint32_t op : comm) {
                 const std::uint32_t at = need.begin[x] + index.position[op];
                 after = first_above(need.stream(s), x, index.position[op], after);
-                if (after <= need.seen[at][s]) ordered[op] = static_cast<std::uint8_t>(ordered[op] | bit);
+                if (after <= need.seen[at][s]) ordered[op] = static_cast<StreamMask>(ordered[op] | bit);
             }
         }
     }
     return ordered;
 }
 
-std::vector<std::uint8_t> ordered_streams(const OpList& list) {
+std::vector<StreamMask> ordered_streams(const OpList& list) {
     // Durations do not matter here, nor do chains: only the requirements are read.
     const std::vector<Time> durations(list.ops.size(), Time(0));
     return ordered_streams(OpListIndex(list, durations, false));

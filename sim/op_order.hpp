@@ -21,9 +21,9 @@ namespace cuboid::sim {
 // Per op of `list`: a bit per stream (other than the op's own) whose every op is ordered with it.
 // Computed for communication ops; 0 for compute ops. Throws std::logic_error on a dependency on a
 // later op or a stream id of 8 or more.
-std::vector<std::uint8_t> ordered_streams(const OpList& list);
+std::vector<StreamMask> ordered_streams(const OpList& list);
 // The same from the list's index (any durations and chain merging: it reads the requirements).
-std::vector<std::uint8_t> ordered_streams(const OpListIndex& index);
+std::vector<StreamMask> ordered_streams(const OpListIndex& index);
 
 // Whether `a` and `b` agree in everything ordered_streams reads (per op its stream, whether it
 // communicates, and its dependencies), so that ordered_streams(a) == ordered_streams(b): the op

@@ -47,6 +47,10 @@ enum class OpKind : std::uint8_t {
     AllToAll,
     Send,  // point-to-point: matched with the Recv of the other member of a 2-rank group
     Recv,
+    // Every member sends `bytes` to the next member of the group's ring order and receives as
+    // much from the previous one, all at once (a neighbour exchange: NCCL send/recv in one group
+    // call). Last, so that the kinds before it keep their values.
+    RingExchange,
 };
 
 inline constexpr bool is_communication(OpKind k) { return k >= OpKind::AllReduce; }
@@ -95,7 +99,13 @@ inline constexpr StreamId kHost = 5;  // the CPU thread that issues the GPU ops 
 // (FSDP and Megatron-FSDP issue them on streams of their own, so the next unit's gather
 // prefetches while the previous unit's gradient is reduce-scattered).
 inline constexpr StreamId kParamGather = 6;
-inline constexpr int kCount = 7;
+// Context parallelism's exchanges of keys and values (Transformer Engine runs them on a stream of
+// its own, so the next block moves while the attention kernel works on this one).
+inline constexpr StreamId kContextComm = 7;
+// Sends of the messages that flow back up the stages (zero bubble's V schedule): the runtime
+// issues each direction's sends asynchronously, so they do not queue behind the other direction's.
+inline constexpr StreamId kPipelineSendBack = 8;
+inline constexpr int kCount = 9;
 }  // namespace stream
 
 struct GemmShape {

@@ -1,5 +1,6 @@
 #include "strategies/activation_memory.hpp"
 
+#include "strategies/moe_layer.hpp"
 #include "strategies/tensor_modes/mode_shapes.hpp"
 
 namespace cuboid {
@@ -39,12 +40,22 @@ PerLayerOp stored_activations(const LayerDims& d) {
         // Transformer Engine keeps the fp8 copy of a linear layer's input for its weight gradient,
         // one byte per element: LayerNorm's outputs and the activation's output are written in
         // fp8 only; the projection's input is also the attention output, kept in 16 bits for the
-        // attention backward, so its fp8 copy comes on top.
-        constexpr double kFp8 = 1.0;
+        // attention backward, so its fp8 copy comes on top. MXFP8 keeps a scale byte per 32
+        // elements beside each copy.
+        const double kFp8 = d.fp8_recipe == Fp8Recipe::Mxfp8 ? 1.0 + 1.0 / 32.0 : 1.0;
         at(LayerOp::Qkv) = kFp8 * bsh / sp;
         at(LayerOp::Fc1) = kFp8 * bsh / sp;
         at(LayerOp::Fc2) = kFp8 * bs * static_cast<double>(d.ffn) / t;
         at(LayerOp::Proj) += kFp8 * bsh / t;
+    }
+    if (d.moe) {
+        // A mixture-of-experts MLP (strategies/moe_layer.hpp) keeps its input, LayerNorm 2's
+        // output (router and shared experts' FC1 input, 16-bit: the expert GEMMs' fp8 casts are
+        // not modelled), here with the router's fp32 probabilities; its kernels allocate the rest
+        // themselves (moe_activations), since the dispatched rows follow the routing, not bsh.
+        at(LayerOp::Fc1) = a * bsh / sp + router_probability_bytes(d);
+        at(LayerOp::Act) = 0.0;
+        at(LayerOp::Fc2) = 0.0;
     }
     return m;
 }

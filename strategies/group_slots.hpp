@@ -34,7 +34,29 @@ inline constexpr std::uint16_t kReplica = 11;
 // ZeRO-3's parameter all-gathers: the shard group's ranks in a group of its own, since the
 // gathers run on their own stream (a group carries one stream's ops). Aliases kTensor otherwise.
 inline constexpr std::uint16_t kShardGather = 12;
-inline constexpr int kCount = 13;
+// Context parallelism: the c ranks that split each sequence (consecutive data indices, in ring
+// order). Aliases kTensor without context parallelism.
+inline constexpr std::uint16_t kContext = 13;
+// ZB-V's chunks on the way back up the stages (Layout::v_shape): activations from the next stage
+// to this one and gradients from this one to the next, on groups of their own. Alias kTensor
+// elsewhere.
+inline constexpr std::uint16_t kActFromNext = 14;  // {this, next stage}: Recv activations
+inline constexpr std::uint16_t kActToPrev = 15;    // {prev stage, this}: Send activations
+inline constexpr std::uint16_t kGradToNext = 16;   // {this, next stage}: Send gradients
+inline constexpr std::uint16_t kGradFromPrev = 17; // {prev stage, this}: Recv gradients
+
+inline constexpr bool way_back(std::uint16_t s) {
+    return s == kActFromNext || s == kActToPrev || s == kGradToNext || s == kGradFromPrev;
+}
+// Expert parallelism (Layout::expert): the stage's tensor x data ranks regrouped as
+// expert_tensor x expert x expert-data, consecutive ranks first (Megatron-Core's expert groups):
+// the expert group that the dispatch and combine all-to-alls run over, the expert-tensor group
+// of the gathers and reduce-scatters around the expert GEMMs, and the expert-data group that
+// reduces the expert gradients. Each aliases kTensor (no op) when the plan has no experts.
+inline constexpr std::uint16_t kExpert = 18;
+inline constexpr std::uint16_t kExpertTensor = 19;
+inline constexpr std::uint16_t kExpertData = 20;
+inline constexpr int kCount = 21;
 
 inline constexpr std::uint16_t tensor_axis(int axis) {
     return static_cast<std::uint16_t>(kTensorAxis0 + axis);

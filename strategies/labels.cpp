@@ -81,6 +81,45 @@ Labels intern_labels(sim::Program& p) {
     l.fsdp_replica_allreduce = p.intern("fsdp.replica_allreduce");
     l.group_shard = p.intern("dp.shard");
     l.group_replica = p.intern("dp.replica");
+    for (std::size_t ph = 0; ph < 3; ++ph) {
+        const std::string f = phase[ph];
+        l.cp_exchange[ph] = p.intern(f + ".cp.exchange");
+        l.cp_attn_step[ph] = p.intern(f + ".attn.step");
+        l.cp_merge[ph] = p.intern(f + ".attn.merge");
+        l.cp_gather[ph] = p.intern(f + ".cp.allgather");
+        l.cp_scatter[ph] = p.intern(f + ".cp.reducescatter");
+        l.cp_qkv_a2a[ph] = p.intern(f + ".cp.alltoall_qkv");
+        l.cp_out_a2a[ph] = p.intern(f + ".cp.alltoall_out");
+    }
+    l.cp_dkv_exchange = p.intern("B.cp.dkv_exchange");
+    l.group_cp = p.intern("cp");
+    constexpr std::array<const char*, kMoeOpCount> moe = {"router", "router_topk", "permute", "expert_fc1", "expert_act",
+                                                          "expert_fc2", "unpermute", "shared_fc1", "shared_act", "shared_fc2"};
+    const auto gemm = [](std::size_t i) {
+        const auto op = static_cast<MoeOp>(i);
+        return op == MoeOp::Router || op == MoeOp::ExpertFc1 || op == MoeOp::ExpertFc2 || op == MoeOp::SharedFc1 ||
+               op == MoeOp::SharedFc2;
+    };
+    for (std::size_t i = 0; i < moe.size(); ++i) {
+        const std::string n = std::string("moe.") + moe[i];
+        l.moe[0][i] = p.intern("F." + n);
+        l.moe[1][i] = p.intern("R." + n);
+        l.moe[2][i] = p.intern(gemm(i) ? "B." + n + ".dgrad" : "B." + n);
+        l.moe_wgrad[i] = gemm(i) ? p.intern("B." + n + ".wgrad") : l.moe[2][i];
+    }
+    for (std::size_t ph = 0; ph < 3; ++ph) {
+        const std::string f = phase[ph];
+        l.moe_dispatch[ph] = p.intern(f + ".ep.alltoall_dispatch");
+        l.moe_combine[ph] = p.intern(f + ".ep.alltoall_combine");
+        l.moe_etp_gather[ph] = p.intern(f + ".etp.allgather");
+        l.moe_etp_scatter[ph] = p.intern(f + ".etp.reducescatter");
+    }
+    l.edp_allreduce = p.intern("edp.allreduce");
+    l.edp_reduce_scatter = p.intern("edp.reducescatter");
+    l.edp_all_gather = p.intern("edp.allgather");
+    l.group_ep = p.intern("ep");
+    l.group_etp = p.intern("etp");
+    l.group_edp = p.intern("edp");
     return l;
 }
 

@@ -18,6 +18,14 @@ enum class LayerOp : std::uint8_t {
 };
 inline constexpr int kLayerOpCount = static_cast<int>(LayerOp::Count);
 
+// Kernels of a mixture-of-experts MLP (strategies/moe_layer.hpp), in forward order: the router's
+// gate GEMM and its top-k softmax, the permutation of the token copies by expert, the experts'
+// grouped GEMMs around their activation, the weighted un-permutation, the shared experts' MLP.
+enum class MoeOp : std::uint8_t {
+    Router, RouterTopk, Permute, ExpertFc1, ExpertAct, ExpertFc2, Unpermute, SharedFc1, SharedAct, SharedFc2, Count
+};
+inline constexpr int kMoeOpCount = static_cast<int>(MoeOp::Count);
+
 struct Labels {
     std::array<std::uint32_t, kLayerOpCount> fwd{};  // "F.ln1", ...
     std::array<std::uint32_t, kLayerOpCount> rec{};  // "R.ln1", ...
@@ -52,9 +60,32 @@ struct Labels {
     // copies; the groups of the shards and of the copies.
     std::uint32_t fsdp_gather_f = 0, fsdp_gather_b = 0, fsdp_reduce_scatter = 0, fsdp_replica_allreduce = 0;
     std::uint32_t group_shard = 0, group_replica = 0;
+    // Context parallelism (strategies/context_attention.hpp), per phase F/R/B: the ring's
+    // exchange of K/V blocks (backward: K/V with dK/dV), its blockwise attention kernel and the
+    // merge of its partial output; the all-gather of K/V and reduce-scatter of dK/dV; the
+    // all-to-alls of Q/K/V (backward: dQ/dK/dV) and of the output (backward: its gradient).
+    std::array<std::uint32_t, 3> cp_exchange{}, cp_attn_step{}, cp_merge{}, cp_gather{}, cp_scatter{}, cp_qkv_a2a{},
+        cp_out_a2a{};
+    std::uint32_t cp_dkv_exchange = 0;  // "B.cp.dkv_exchange": the ring's partial dK/dV, one rank on
+    std::uint32_t group_cp = 0;
+    // Mixture of experts: per phase F/R/B each kernel (B: the input-gradient GEMM), the
+    // weight-gradient GEMMs, the dispatch and combine all-to-alls over the expert group and the
+    // gather / reduce-scatter over the expert-tensor group; the expert gradients' reductions over
+    // the expert-data group and the three groups.
+    std::array<std::array<std::uint32_t, kMoeOpCount>, 3> moe{};
+    std::array<std::uint32_t, kMoeOpCount> moe_wgrad{};
+    std::array<std::uint32_t, 3> moe_dispatch{}, moe_combine{}, moe_etp_gather{}, moe_etp_scatter{};
+    std::uint32_t edp_allreduce = 0, edp_reduce_scatter = 0, edp_all_gather = 0;
+    std::uint32_t group_ep = 0, group_etp = 0, group_edp = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };
+
+// What a kernel of a phase counts as in the breakdown: recomputation, or compute (forward and
+// backward alike).
+inline sim::OpCategory category(Phase ph) {
+    return ph == Phase::Recompute ? sim::OpCategory::Recompute : sim::OpCategory::Compute;
+}
 
 Labels intern_labels(sim::Program& program);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "strategies/context_attention.hpp"
+#include "strategies/moe_layer.hpp"
 #include "strategies/tensor_modes/mode_layer.hpp"
 
 namespace cuboid {
@@ -12,10 +14,6 @@ using sim::OpCategory;
 using sim::OpKind;
 
 std::size_t idx(LayerOp op) { return static_cast<std::size_t>(op); }
-
-sim::OpCategory category(Phase ph) {
-    return ph == Phase::Recompute ? OpCategory::Recompute : OpCategory::Compute;
-}
 
 // HBM bytes of the memory-bound forward kernels (read inputs + write outputs); their backward
 // moves about twice as much (reads the saved input and the output gradient, writes the input
@@ -53,8 +51,45 @@ bool te_fp8(const LayerDims& d) { return d.te_kernels && d.fp8; }
 bool is_linear(LayerOp op) {
     return op == LayerOp::Qkv || op == LayerOp::Proj || op == LayerOp::Fc1 || op == LayerOp::Fc2;
 }
-// Bytes of a cast with transpose of `elements` 16-bit values: read once, written twice in fp8.
-double cast_transpose_bytes(const LayerDims& d, double elements) { return (d.act_bytes + 2.0) * elements; }
+// The recipes' quantization passes (training.fp8_recipe), as Transformer Engine 2.x runs them
+// (the normalization, activation and cast extensions of its PyTorch module).
+constexpr double kMxScaleBytes = 1.0 / 32.0;  // MXFP8: one E8M0 scale byte per block of 32 elements
+
+// Bytes of quantizing `elements` 16-bit values that no kernel before wrote in fp8 (the projection's
+// input, an output gradient), with the transpose the other GEMM needs. Delayed: read once, write
+// the fp8 tensor and its transpose (the amax is reduced in the same pass). Current: an amax pass
+// over the input first (nvte_compute_amax), then the same cast. MXFP8: read once, write both
+// orientations, each with its block scales (a transpose cannot reuse the row-wise scales).
+double quantize_bytes(const LayerDims& d, double elements) {
+    const double a = d.act_bytes;
+    switch (d.fp8_recipe) {
+        case Fp8Recipe::Delayed: break;
+        case Fp8Recipe::Current: return (2.0 * a + 2.0) * elements;
+        case Fp8Recipe::Mxfp8: return (a + 2.0 * (1.0 + kMxScaleBytes)) * elements;
+    }
+    return (a + 2.0) * elements;
+}
+
+// Where the delayed recipe needs no cast because the kernel before writes fp8 itself (LayerNorm
+// for the QKV and FC1 inputs, the activation for FC2's input and, backward, for FC1's output
+// gradient), the other recipes may: current scaling needs the whole tensor's amax before it can
+// scale, so the kernel writes 16 bits with the amax and a cast follows (row-wise forward, the
+// transpose coming before the weight gradient as under delayed; both orientations for the
+// gradient); MXFP8 quantizes in the activation kernels but not in LayerNorm, whose 16-bit output
+// is then cast to both orientations with their scales. 0: no cast.
+double producer_cast_bytes(const LayerDims& d, double elements, LayerOp producer, bool backward) {
+    const double a = d.act_bytes;
+    switch (d.fp8_recipe) {
+        case Fp8Recipe::Delayed: return 0.0;
+        case Fp8Recipe::Current: return (backward ? a + 2.0 : a + 1.0) * elements;
+        case Fp8Recipe::Mxfp8: return producer == LayerOp::Act ? 0.0 : (a + 2.0 * (1.0 + kMxScaleBytes)) * elements;
+    }
+    return 0.0;
+}
+
+// MXFP8 writes the column-wise copy a weight gradient reads when it quantizes; the per-tensor
+// recipes transpose the saved fp8 input before the weight gradient.
+bool transposes_saved_input(const LayerDims& d) { return d.fp8_recipe != Fp8Recipe::Mxfp8; }
 double elements(std::int64_t rows, std::int64_t cols) { return static_cast<double>(rows) * static_cast<double>(cols); }
 
 const sim::GemmShape& forward_gemm(const LayerContext& c, LayerOp op) {
@@ -86,8 +121,14 @@ bool runs(const LayerDims& d, LayerOp op) {
     }
 }
 
-// One forward kernel, in the forward or the recompute phase, allocating what it stores.
+// One forward kernel, in the forward or the recompute phase, allocating what it stores. Under
+// context parallelism the attention core is the mode's kernels and collectives.
 std::uint32_t forward_kernel(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp op) {
+    if (op == LayerOp::Attn && c.dims.cp > 1) {
+        const PerLayerOp& stored = ph == Phase::Recompute ? c.memory.recompute : c.memory.forward;
+        emit_context_attention_forward(e, c, ph, stored[idx(op)]);
+        return e.last_compute();
+    }
     const Labels& l = *c.labels;
     const std::uint32_t label = ph == Phase::Recompute ? l.rec[idx(op)] : l.fwd[idx(op)];
     sim::Op o = is_gemm_op(op)          ? gemm_op(label, forward_gemm(c, op), category(ph), c.dims.act_bytes)
@@ -117,7 +158,20 @@ void projection_input_cast(OpEmitter& e, const LayerContext& c, Phase ph) {
     const sim::GemmShape& g = c.gemms.proj;
     const auto k = idx(LayerOp::Proj);
     const std::uint32_t label = ph == Phase::Recompute ? c.labels->cast_r[k] : c.labels->cast_f[k];
-    e.compute(memory_op(OpKind::Elementwise, label, cast_transpose_bytes(c.dims, elements(g.m, g.k)), category(ph)));
+    e.compute(memory_op(OpKind::Elementwise, label, quantize_bytes(c.dims, elements(g.m, g.k)), category(ph)));
+}
+
+// Under TE fp8, the cast after a LayerNorm or the activation that does not quantize itself
+// (producer_cast_bytes), for the linear layer `consumer`; returns the op that ends with the fp8
+// input, `produced` when there is no cast.
+std::uint32_t producer_cast(OpEmitter& e, const LayerContext& c, Phase ph, LayerOp producer, LayerOp consumer,
+                            double elements, std::uint32_t produced) {
+    if (!te_fp8(c.dims)) return produced;
+    const double bytes = producer_cast_bytes(c.dims, elements, producer, false);
+    if (bytes == 0.0) return produced;
+    const auto k = idx(consumer);
+    const std::uint32_t label = ph == Phase::Recompute ? c.labels->cast_r[k] : c.labels->cast_f[k];
+    return e.compute(memory_op(OpKind::Elementwise, label, bytes, category(ph)));
 }
 
 // One of the layer's overlap_chunks sub-batches (seed_algorithms §1.3): 1/k of the GEMM rows,
@@ -172,9 +226,19 @@ void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending
     for (std::uint32_t& in_flight : pending) {
         tag_sub_batch(e, pending, &in_flight);
         if (before) finish_reduction(e, sub, ph, in_flight, *before);
-        const std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
+        std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
+        // Current scaling casts the LayerNorm output before the sequence-parallel gather (fp8 is
+        // gathered); MXFP8 gathers the 16-bit output and casts the whole of it after.
+        const double input = elements(forward_gemm(sub, first).m, forward_gemm(sub, first).k);
+        if (sub.dims.fp8_recipe == Fp8Recipe::Current)
+            normalised = producer_cast(e, sub, ph, ln, first, input / sub.dims.sp_div(), normalised);
         if (sub.dims.sp) e.wait_for(emit_tp_collective(e, sub, ph, OpKind::AllGather, normalised));
+        if (sub.dims.fp8_recipe == Fp8Recipe::Mxfp8) producer_cast(e, sub, ph, ln, first, input, normalised);
         forward_range(e, sub, ph, first, last);
+        if (out == LayerOp::Fc2) {
+            const sim::GemmShape& g = forward_gemm(sub, out);
+            producer_cast(e, sub, ph, LayerOp::Act, out, elements(g.m, g.k), kNoOp);
+        }
         if (out == LayerOp::Proj) projection_input_cast(e, sub, ph);
         const std::uint32_t produced = forward_kernel(e, sub, ph, out);
         in_flight = emit_tp_collective(e, sub, ph, reduce, produced);
@@ -188,6 +252,13 @@ void layer_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
     const LayerContext sub = sub_batch(c);
     Pending pending = no_pending(c);
     half_layer_forward(e, sub, ph, pending, nullptr, LayerOp::Ln1, LayerOp::Qkv, LayerOp::Av, LayerOp::Proj);
+    if (c.dims.moe) {  // one sub-batch (validate_plan): the experts' MLP in place of the dense one
+        finish_reduction(e, sub, ph, pending.front(), LayerOp::Bda1);
+        forward_kernel(e, sub, ph, LayerOp::Ln2);
+        emit_moe_forward(e, sub, ph);
+        forward_kernel(e, sub, ph, LayerOp::Bda2);
+        return;
+    }
     const LayerOp bda1 = LayerOp::Bda1;
     half_layer_forward(e, sub, ph, pending, &bda1, LayerOp::Ln2, LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2);
     for (std::uint32_t& in_flight : pending) {
@@ -208,6 +279,19 @@ void backward_memory(OpEmitter& e, const LayerContext& c, LayerOp op) {
     e.compute(o);
 }
 
+// The weight-gradient GEMM of `op` (which releases the saved input), after, under TE fp8, the
+// transpose of its saved fp8 input (the projection's input was cast with its transpose in the
+// forward).
+std::uint32_t weight_grad_gemm(OpEmitter& e, const LayerContext& c, LayerOp op) {
+    const sim::GemmShape& g = forward_gemm(c, op);
+    const Labels& l = *c.labels;
+    if (te_fp8(c.dims) && is_linear(op) && op != LayerOp::Proj && transposes_saved_input(c.dims))
+        e.compute(memory_op(OpKind::Elementwise, l.transpose_b[idx(op)], 2.0 * elements(g.m, g.k), OpCategory::Compute));
+    sim::Op w = gemm_op(l.wgrad[idx(op)], weight_grad_shape(g), OpCategory::Compute, c.dims.act_bytes);
+    w.memory_free = Bytes(freed(c, op));
+    return e.compute(w);
+}
+
 constexpr OpKind kNoReduce = OpKind::Send;  // marker: this GEMM's input gradient needs no collective
 
 // Backward of a GEMM: input gradient, then weight gradient (which releases the saved input).
@@ -220,24 +304,23 @@ std::uint32_t backward_gemm(OpEmitter& e, const LayerContext& c, LayerOp op, std
     const sim::GemmShape& g = forward_gemm(c, op);
     const Labels& l = *c.labels;
     const bool cast = te_fp8(c.dims) && is_linear(op);
-    // The output gradient in fp8 with its transpose (FC1's comes so from the activation backward).
-    if (cast && op != LayerOp::Fc1)
-        e.compute(memory_op(OpKind::Elementwise, l.cast_b[idx(op)], cast_transpose_bytes(c.dims, elements(g.m, g.n)),
-                            OpCategory::Compute));
+    // The output gradient in fp8 with its transpose (FC1's comes so from the activation backward,
+    // cast after it under current scaling).
+    const double gradient = elements(g.m, g.n);
+    const double cast_bytes = op != LayerOp::Fc1 ? quantize_bytes(c.dims, gradient)
+                                                 : producer_cast_bytes(c.dims, gradient, LayerOp::Act, true);
+    if (cast && cast_bytes > 0.0)
+        e.compute(memory_op(OpKind::Elementwise, l.cast_b[idx(op)], cast_bytes, OpCategory::Compute));
     const std::uint32_t dgrad =
         e.compute(gemm_op(l.bwd[idx(op)], input_grad_shape(g), OpCategory::Compute, c.dims.act_bytes));
-    const bool overlap = c.tp_backward_overlap;
+    const bool deferred = c.defer_weight_grad && is_linear(op);
+    const bool overlap = c.tp_backward_overlap || deferred;  // deferred: nothing to wait for
     const std::uint32_t reduce = reduce_kind == kNoReduce || !overlap
                                      ? kNoOp
                                      : emit_tp_collective(e, c, Phase::Backward, reduce_kind, dgrad);
+    if (deferred) return reduce;
     e.wait_for(gather);
-    // The saved fp8 input transposed for the weight gradient (the projection's input was cast
-    // with its transpose in the forward).
-    if (cast && op != LayerOp::Proj)
-        e.compute(memory_op(OpKind::Elementwise, l.transpose_b[idx(op)], 2.0 * elements(g.m, g.k), OpCategory::Compute));
-    sim::Op w = gemm_op(l.wgrad[idx(op)], weight_grad_shape(g), OpCategory::Compute, c.dims.act_bytes);
-    w.memory_free = Bytes(freed(c, op));
-    const std::uint32_t wgrad = e.compute(w);
+    const std::uint32_t wgrad = weight_grad_gemm(e, c, op);
     if (reduce_kind == kNoReduce || overlap) return reduce;
     return emit_tp_collective(e, c, Phase::Backward, reduce_kind, wgrad);
 }
@@ -248,6 +331,7 @@ void selective_recompute(OpEmitter& e, const LayerContext& c) {
 
 // The fused kernel's backward: dQ, dK, dV in one kernel; releases what its forward kept.
 void fused_attention_backward(OpEmitter& e, const LayerContext& c) {
+    if (c.dims.cp > 1) return emit_context_attention_backward(e, c, freed(c, LayerOp::Attn));
     sim::Op o = fused_attention_op(c.labels->bwd[idx(LayerOp::Attn)], c.dims, true, OpCategory::Compute);
     o.memory_free = Bytes(freed(c, LayerOp::Attn));
     e.compute(o);
@@ -265,7 +349,8 @@ std::uint32_t mlp_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
     e.wait_for(gather_after_last(e, c));  // sequence parallel: gather the output gradient
     backward_gemm(e, c, LayerOp::Fc2, kNoOp, kNoReduce);
     backward_memory(e, c, LayerOp::Act);
-    const std::uint32_t regather = gather_after_last(e, c);  // LayerNorm-2 output for FC1's weight gradient
+    // LayerNorm-2 output for FC1's weight gradient (with the weight gradient, when deferred)
+    const std::uint32_t regather = c.defer_weight_grad ? kNoOp : gather_after_last(e, c);
     return backward_gemm(e, c, LayerOp::Fc1, regather, reduce);
 }
 
@@ -283,11 +368,22 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
         backward_memory(e, c, LayerOp::Softmax);
         backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
     }
-    const std::uint32_t regather = gather_after_last(e, c);
+    const std::uint32_t regather = c.defer_weight_grad ? kNoOp : gather_after_last(e, c);
     if (runs(c.dims, LayerOp::Rope))  // the rotation of dQ and dK: the forward's bytes
         e.compute(memory_op(OpKind::Elementwise, c.labels->bwd[idx(LayerOp::Rope)], forward_bytes(c, LayerOp::Rope),
                             OpCategory::Compute));
     return backward_gemm(e, c, LayerOp::Qkv, regather, reduce);
+}
+
+// The deferred weight gradients of one sub-batch, in the backward's order; under sequence
+// parallelism each LayerNorm output is re-gathered right before the GEMM that reads it.
+void weight_grad_pass(OpEmitter& e, const LayerContext& c) {
+    weight_grad_gemm(e, c, LayerOp::Fc2);
+    e.wait_for(gather_after_last(e, c));  // LayerNorm-2 output, after FC2's weight gradient
+    weight_grad_gemm(e, c, LayerOp::Fc1);
+    weight_grad_gemm(e, c, LayerOp::Proj);
+    e.wait_for(gather_after_last(e, c));  // LayerNorm-1 output, after the projection's
+    weight_grad_gemm(e, c, LayerOp::Qkv);
 }
 
 }  // namespace
@@ -364,6 +460,11 @@ void emit_layer_backward(OpEmitter& e, const LayerContext& c) {
     Pending pending = no_pending(c);
     for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
         tag_sub_batch(e, pending, &*it);
+        if (sub.dims.moe) {
+            backward_memory(e, sub, LayerOp::Bda2);
+            *it = emit_moe_backward(e, sub);
+            continue;
+        }
         *it = mlp_backward(e, sub, reduce);
     }
     for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
@@ -378,6 +479,16 @@ void emit_layer_backward(OpEmitter& e, const LayerContext& c) {
         backward_memory(e, sub, LayerOp::Ln1);
     }
     tag_sub_batch(e, pending, nullptr);
+}
+
+void emit_layer_weight_grad(OpEmitter& e, const LayerContext& c) {
+    const LayerContext sub = sub_batch(c);
+    const Pending slots = no_pending(c);  // only names the sub-batches
+    for (auto it = slots.rbegin(); it != slots.rend(); ++it) {  // in the backward's order
+        tag_sub_batch(e, slots, &*it);
+        weight_grad_pass(e, sub);
+    }
+    tag_sub_batch(e, slots, nullptr);
 }
 
 }  // namespace cuboid

@@ -30,6 +30,10 @@ struct LayerContext {
     Recompute recompute = Recompute::None;
     bool tp_backward_overlap = true;  // see ParallelPlan::tp_backward_overlap
     int overlap_chunks = 1;           // sub-batches per micro-batch, see ParallelPlan::overlap_chunks
+    // Zero-bubble schedules (schedule.hpp splits_backward): the backward leaves the linear layers'
+    // weight-gradient GEMMs (and, under sequence parallelism, the LayerNorm re-gathers they read)
+    // to emit_layer_weight_grad, and their saved inputs stay allocated until then.
+    bool defer_weight_grad = false;
     const Labels* labels = nullptr;
 
     static LayerContext make(const LayerDims& d, Recompute r, const Labels& labels);
@@ -50,6 +54,9 @@ sim::Op fused_attention_op(std::uint32_t label, const LayerDims& d, bool backwar
 void emit_layer_forward(OpEmitter& e, const LayerContext& c);
 // The backward of one layer, preceded by its recomputation when the policy asks for it.
 void emit_layer_backward(OpEmitter& e, const LayerContext& c);
+// The weight-gradient pass W of one layer after a backward with defer_weight_grad: the wgrad GEMMs
+// of FC2, FC1, the projection and QKV, each freeing the input its forward saved.
+void emit_layer_weight_grad(OpEmitter& e, const LayerContext& c);
 // The recomputed forward of one layer on its own (Merak's R pass), allocating what `c`'s forward
 // did not keep; the backward that follows must not recompute again (policy None, same memory).
 void emit_layer_recompute(OpEmitter& e, const LayerContext& c);

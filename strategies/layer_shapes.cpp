@@ -1,5 +1,8 @@
 #include "strategies/layer_shapes.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace cuboid {
 
 LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool sequence_parallel,
@@ -22,10 +25,28 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.causal = m.causal;
     d.te_kernels = m.transformer_engine;
     d.fp8 = precision == sim::Precision::Fp8;
+    d.fp8_recipe = m.fp8_recipe;
     // Activations are stored in 16 bits under mixed precision (fp8 training keeps 16-bit
     // activations between kernels too); fp32 and tf32 keep 32-bit tensors.
     d.act_bytes = (precision == sim::Precision::Fp32 || precision == sim::Precision::Tf32) ? 4.0 : 2.0;
     return d;
+}
+
+std::int64_t LayerDims::expert_rows_per_expert() const {
+    const double rows = static_cast<double>(routed_tokens() * top_k * etp) * imbalance;
+    const auto local = static_cast<double>(std::max<std::int64_t>(1, local_experts()));
+    return static_cast<std::int64_t>(std::ceil(rows / local - 1e-9));
+}
+
+MoeGemms moe_gemms(const LayerDims& d) {
+    MoeGemms g;
+    const std::int64_t rows = d.expert_rows_per_expert(), local = d.local_experts();
+    g.router = {d.routed_tokens(), d.experts, d.h, 1};
+    g.expert_fc1 = {rows, d.expert_fc1_width(), d.h, local};
+    g.expert_fc2 = {rows, d.h, d.expert_ffn / d.etp, local};
+    g.shared_fc1 = {d.tokens(), d.shared_fc1_width() / d.t, d.h, 1};
+    g.shared_fc2 = {d.tokens(), d.h, d.shared_ffn / d.t, 1};
+    return g;
 }
 
 LayerGemms layer_gemms(const LayerDims& d) {

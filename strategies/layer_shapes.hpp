@@ -34,9 +34,62 @@ struct LayerDims {
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
     bool te_kernels = false;
     bool fp8 = false;
+    Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // how the fp8 operands are scaled (te_kernels, fp8)
     // Keys each query attends to; 0: s. A sub-batch cut along the sequence (sub_batch_dims)
     // holds s/k queries that still attend to the whole sequence's keys.
     std::int64_t keys = 0;
+    // Context parallelism (set_context): the c ranks of a context group each hold s/c positions of
+    // every sequence (2 of its 2c chunks) and attend them to all `keys` = the whole sequence.
+    std::int64_t cp = 1;
+    ContextMode cp_mode = ContextMode::Ring;
+    void set_context(int c, ContextMode mode) {
+        if (c <= 1) return;
+        keys = attended();
+        s /= c;
+        cp = c;
+        cp_mode = mode;
+    }
+
+    // Mixture of experts (set_experts): this layer's MLP is a router over `experts` expert MLPs
+    // of expert_ffn each, experts_per_token of them per token, plus shared_ffn of shared experts
+    // (0: none) every token passes through. The layer's ranks regroup as etp x ep x expert-data:
+    // each holds experts/ep experts split etp ways. moe false: the dense MLP (ffn).
+    bool moe = false;
+    std::int64_t experts = 0;
+    std::int64_t top_k = 1;
+    std::int64_t expert_ffn = 0;
+    std::int64_t shared_ffn = 0;
+    std::int64_t ep = 1;
+    std::int64_t etp = 1;
+    double imbalance = 1.0;      // the busiest expert's tokens over the mean
+    void set_experts(const ModelSpec& m, int expert, int expert_tensor) {
+        if (!m.moe()) return;
+        moe = true;
+        experts = m.experts;
+        top_k = m.top_k();
+        expert_ffn = m.expert_ffn_or_default();
+        shared_ffn = static_cast<std::int64_t>(m.shared_experts) * expert_ffn;
+        ep = expert;
+        etp = expert_tensor;
+        imbalance = m.moe_load_imbalance;
+    }
+    // The same layer with the dense MLP (a dense layer of a mixture-of-experts model).
+    LayerDims dense() const {
+        LayerDims d = *this;
+        d.moe = false;
+        return d;
+    }
+    // Tokens of one rank the router sees: the micro-batch's, split over t by sequence parallelism.
+    std::int64_t routed_tokens() const { return tokens() / (sp ? t : 1); }
+    std::int64_t local_experts() const { return experts / ep; }
+    // Token rows one rank's expert GEMMs run after the dispatch (and, with etp > 1, the gather
+    // over the expert-tensor group): top_k copies of every token of the ep x etp ranks spread over
+    // their experts, so etp * top_k * routed_tokens balanced; times the imbalance, rounded up to
+    // whole rows of every local expert.
+    std::int64_t expert_rows_per_expert() const;
+    std::int64_t expert_rows() const { return expert_rows_per_expert() * local_experts(); }
+    std::int64_t expert_fc1_width() const { return (swiglu ? 2 * expert_ffn : expert_ffn) / etp; }  // per rank
+    std::int64_t shared_fc1_width() const { return swiglu ? 2 * shared_ffn : shared_ffn; }       // all ranks
 
     static LayerDims make(const ModelSpec& m, int micro_batch, int tensor, bool sequence_parallel,
                           sim::Precision precision);
@@ -72,6 +125,18 @@ struct LayerGemms {
 };
 
 LayerGemms layer_gemms(const LayerDims& d);
+
+// The GEMMs of a mixture-of-experts MLP on one rank (LayerDims::moe): the router's gate, the
+// grouped GEMMs of the rank's experts (batch = local experts, rows = expert_rows_per_expert) and
+// the shared experts' column / row split MLP over t (as the dense MLP: fc1 [bs, h] x [h, w/t]).
+struct MoeGemms {
+    sim::GemmShape router;      // [routed tokens, h] x [h, experts]
+    sim::GemmShape expert_fc1;  // per expert [rows, h] x [h, expert_fc1_width]
+    sim::GemmShape expert_fc2;  // per expert [rows, expert_ffn/etp] x [expert_ffn/etp, h]
+    sim::GemmShape shared_fc1;  // [bs, h] x [h, shared_fc1_width/t]
+    sim::GemmShape shared_fc2;  // [bs, shared_ffn/t] x [shared_ffn/t, h]
+};
+MoeGemms moe_gemms(const LayerDims& d);
 
 // Fused attention (FlashAttention 2/3, cuDNN): the kernel works on tiles of kAttentionBlock
 // queries x kAttentionBlock keys and, under a causal mask, skips the tiles above the diagonal:

@@ -2,8 +2,12 @@
 // and which layers each pipeline stage holds.
 //
 // Megatron's order: tensor groups innermost (consecutive GPUs of one node, so tensor-parallel
-// collectives stay on NVLink), then data, then pipeline:
-//     rank = tp + t * (dp + d * pp)
+// collectives stay on NVLink), then context, then data, then pipeline:
+//     rank = tp + t * (cp + c * dp' + d' * pp)
+// The layout's data axis counts the replicas of a stage's weights, data x context: index
+// dp = cp + c * dp' (the context group's ranks are consecutive data indices, as ZeRO-3's shard
+// groups are). Gradients are reduced and ZeRO shards over all of them (Megatron-Core's
+// data-and-context group); only the batch and the sequence split tell the two apart.
 #pragma once
 
 #include <array>
@@ -16,13 +20,25 @@ namespace cuboid {
 
 namespace hw {
 class Catalog;
+struct GpuSpec;
 }
 
 struct Layout {
     int tensor = 1;
     int pipeline = 1;
-    int data = 1;
-    int virtual_stages = 1;  // model chunks per stage (interleaved schedule), else 1
+    int data = 1;      // replicas of the weights per stage: data-parallel x context-parallel degree
+    int context = 1;   // context-parallel degree c: consecutive data indices that split each sequence
+    ContextMode context_mode = ContextMode::Ring;
+    // Mixture of experts: expert ep and expert_tensor etp degrees of the expert layers, which
+    // regroup a stage's tensor x data ranks q = tp + tensor * dp as
+    // q = etp_index + etp * (ep_index + ep * edp_index) (Megatron-Core's expert groups).
+    bool experts = false;    // the model has expert layers (the groups exist even for ep = 1)
+    int expert = 1;
+    int expert_tensor = 1;
+    int virtual_stages = 1;  // model chunks per stage (interleaved schedule, zb-v's 2), else 1
+    // ZB-V's placement (Qi et al. 2024 §6): stage s holds model chunks s and 2p-1-s, so the model
+    // runs down the stages and back up, and the first stage holds both the embedding and the head.
+    bool v_shape = false;
     int micro_batches = 1;   // per pipeline per iteration: global_batch / (micro_batch * data)
     // Data-parallel ranks the training state is sharded over under ZeRO (consecutive data
     // indices); 0: all d of them. Smaller than d only under ZeRO-3 hybrid sharding.
@@ -34,12 +50,16 @@ struct Layout {
     // ATP: which mesh axis splits the first linear's columns (TensorMesh::order), as chosen once
     // by validate_plan; ColumnFirst for the other modes.
     AtpOrder tensor_order = AtpOrder::ColumnFirst;
-    // Layers of global chunk j, j = local_chunk * pipeline + stage (stage s holds chunks
-    // s, s+p, s+2p, ...). Megatron requires layers % (p*v) == 0; cuboid also accepts the rest
+    // Layers of global chunk j in model order, j = chunk_id(stage, local_chunk): stage s holds
+    // chunks s, s+p, s+2p, ... (interleaved), or s and 2p-1-s (v_shape). Megatron requires layers % (p*v) == 0; cuboid also accepts the rest
     // and spreads it one layer each over the first chunks.
     std::vector<int> chunk_layers;
 
     int gpus() const { return tensor * pipeline * data; }
+    // Ranks of the expert-data group: the replicas of each expert's weights in a stage.
+    int expert_data() const { return tensor * data / (expert * expert_tensor); }
+    int data_parallel() const { return data / context; }  // ranks that take different sequences
+    int context_of(int dp) const { return dp % context; }  // position in the context group
     int shard_size() const { return data_shard > 0 ? data_shard : data; }
     bool hybrid_sharding() const { return shard_size() < data; }
     std::uint32_t rank(int tp, int dp, int pp) const {
@@ -60,7 +80,12 @@ struct Layout {
     int dp_of(std::uint32_t r) const { return (static_cast<int>(r) / tensor) % data; }
     int stage_of(std::uint32_t r) const { return static_cast<int>(r) / (tensor * data); }
 
-    int chunk_id(int stage, int local_chunk) const { return local_chunk * pipeline + stage; }
+    int chunk_id(int stage, int local_chunk) const {
+        if (v_shape && local_chunk == 1) return 2 * pipeline - 1 - stage;
+        return local_chunk * pipeline + stage;
+    }
+    // The stage holding global chunk j.
+    int stage_of_chunk(int j) const { return v_shape && j >= pipeline ? 2 * pipeline - 1 - j : j % pipeline; }
     int layers_of(int stage, int local_chunk) const { return chunk_layers[chunk_id(stage, local_chunk)]; }
     int layers_on_stage(int stage) const;
     // Global index of the first layer of a chunk.
@@ -68,8 +93,14 @@ struct Layout {
     // The chunk that embeds tokens / computes the loss.
     bool holds_embedding(int stage, int local_chunk) const { return stage == 0 && local_chunk == 0; }
     bool holds_head(int stage, int local_chunk) const {
-        return stage == pipeline - 1 && local_chunk == virtual_stages - 1;
+        return stage == head_stage() && local_chunk == virtual_stages - 1;
     }
+    int head_stage() const { return v_shape ? 0 : pipeline - 1; }
+    // The embedding and the head on different stages: a tied word embedding has a copy on each.
+    bool ends_apart() const { return head_stage() != 0; }
+    // The pipeline degree as the tied-embedding rules read it (training_state.hpp): 1 when one
+    // stage holds both ends, as Megatron shares the parameter then.
+    int tied_pipeline() const { return ends_apart() ? pipeline : 1; }
 };
 
 // `layers` split into `parts` parts that differ by at most one, larger parts first.
@@ -82,5 +113,8 @@ Layout validate_plan(const Scenario& scenario);
 // that validates many plans (a sweep): the partitioner reads the GPU's datasheet figures there
 // instead of parsing the catalog again for every plan.
 Layout validate_plan(const Scenario& scenario, const hw::Catalog& builtin);
+
+// The checks that need the cluster's GPU (its architecture): throws InputError at the offending key.
+void check_gpu_features(const Scenario& scenario, const hw::GpuSpec& gpu);
 
 }  // namespace cuboid

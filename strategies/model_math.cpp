@@ -1,5 +1,7 @@
 #include "strategies/model_math.hpp"
 
+#include <algorithm>
+
 #include "strategies/layer_shapes.hpp"
 
 namespace cuboid {
@@ -13,7 +15,56 @@ LayerDims whole_model_dims(const ModelSpec& m, double sequences) {
 
 }  // namespace
 
+double layer_forward_flops(const ModelSpec& m, double sequences);
+double layer_forward_flops(const ModelSpec& m, double sequences, int layer);
+
+namespace {
+// Forward FLOPs of all layers: layers x one layer for a dense model, each layer's own for a
+// mixture of experts (its dense layers and its expert layers differ).
+double layers_forward_flops(const ModelSpec& m, double sequences) {
+    if (!m.moe()) return m.layers * layer_forward_flops(m, sequences);
+    const int dense = std::min(m.dense_layers, m.layers);
+    return dense * layer_forward_flops(m, sequences) + (m.layers - dense) * layer_forward_flops(m, sequences, m.layers - 1);
+}
+}  // namespace
+
 double layer_parameter_count(const ModelSpec& m) { return layer_parameter_count_per_rank(m, 1); }
+
+namespace {
+
+// An MLP of inner size `ffn` (gated: three matrices): what a t-way split divides (matrices and
+// column-parallel biases) and what it replicates (the row-parallel output bias).
+struct MlpParameters {
+    double split = 0.0, replicated = 0.0;
+};
+MlpParameters mlp_parameters(const ModelSpec& m, double ffn) {
+    const double h = m.hidden;
+    const double fc1 = m.swiglu ? 2.0 * ffn : ffn;
+    if (m.swiglu) return {h * fc1 + ffn * h, 0.0};
+    return {h * fc1 + ffn * h + fc1, h};
+}
+
+}  // namespace
+
+LayerParameters layer_parameters(const ModelSpec& m, int layer, int t, int ep, int etp) {
+    if (!m.moe_layer(layer)) return {layer_parameter_count_per_rank(m, t), 0.0};
+    const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
+    const double h = static_cast<double>(d.h), qkv = static_cast<double>(d.qkv_width());
+    // Attention as in the dense layer: QKV and projection (+ biases), two norms.
+    double split = h * qkv + h * h + (m.swiglu ? 0.0 : qkv);
+    double replicated = (m.swiglu ? 2.0 * h : 4.0 * h + h) + h * m.experts;  // norms, proj bias; router
+    const double expert_ffn = m.expert_ffn_or_default();
+    if (m.shared_experts > 0) {
+        const MlpParameters shared = mlp_parameters(m, m.shared_experts * expert_ffn);
+        split += shared.split;
+        replicated += shared.replicated;
+    }
+    const MlpParameters one = mlp_parameters(m, expert_ffn);
+    LayerParameters p;
+    p.dense = split / t + replicated;
+    p.expert = static_cast<double>(m.experts) / ep * (one.split + one.replicated) / etp;
+    return p;
+}
 
 double layer_parameter_count_per_rank(const ModelSpec& m, int t) {
     const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
@@ -41,13 +92,28 @@ double head_parameter_count(const ModelSpec& m) {
 }
 
 double parameter_count(const ModelSpec& m) {
-    return m.layers * layer_parameter_count(m) + embedding_parameter_count(m) + head_parameter_count(m);
+    double layers = 0.0;
+    if (!m.moe()) layers = m.layers * layer_parameter_count(m);
+    else
+        for (int i = 0; i < m.layers; ++i) layers += layer_parameters(m, i, 1).total();
+    return layers + embedding_parameter_count(m) + head_parameter_count(m);
 }
 
 double layer_forward_flops(const ModelSpec& m, double sequences) {
     const LayerGemms g = layer_gemms(whole_model_dims(m, sequences));
     return gemm_flops(g.qkv) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj) +
            gemm_flops(g.fc1) + gemm_flops(g.fc2);
+}
+
+double layer_forward_flops(const ModelSpec& m, double sequences, int layer) {
+    if (!m.moe_layer(layer)) return layer_forward_flops(m, sequences);
+    const LayerGemms g = layer_gemms(whole_model_dims(m, sequences));
+    const double tokens = sequences * m.seq_len, h = m.hidden;
+    const double attention = gemm_flops(g.qkv) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj);
+    const double router = 2.0 * tokens * h * m.experts;
+    const auto mlp = [&](double ffn) { return 2.0 * tokens * (h * (m.swiglu ? 2.0 * ffn : ffn) + ffn * h); };
+    const double ffn = m.expert_ffn_or_default();
+    return attention + router + m.top_k() * mlp(ffn) + (m.shared_experts > 0 ? mlp(m.shared_experts * ffn) : 0.0);
 }
 
 double attention_core_forward_flops(const ModelSpec& m, double sequences) {
@@ -62,8 +128,7 @@ double logits_forward_flops(const ModelSpec& m, double sequences) {
 double model_flops_per_iteration(const ModelSpec& m, int global_batch) {
     // Backward runs two GEMMs (input and weight gradient) per forward GEMM, each with the
     // forward's FLOPs, so forward + backward = 3x forward.
-    const double fwd = m.layers * layer_forward_flops(m, global_batch) + logits_forward_flops(m, global_batch);
-    return 3.0 * fwd;
+    return 3.0 * (layers_forward_flops(m, global_batch) + logits_forward_flops(m, global_batch));
 }
 
 double megatron_model_flops(const ModelSpec& m, int global_batch) {
@@ -73,7 +138,7 @@ double megatron_model_flops(const ModelSpec& m, int global_batch) {
 
 double recompute_flops_per_iteration(const ModelSpec& m, int global_batch, Recompute r) {
     switch (r) {
-        case Recompute::Full: return m.layers * layer_forward_flops(m, global_batch);
+        case Recompute::Full: return layers_forward_flops(m, global_batch);
         case Recompute::Selective: return m.layers * attention_core_forward_flops(m, global_batch);
         case Recompute::None:
         case Recompute::StageAware: return 0.0;

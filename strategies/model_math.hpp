@@ -15,6 +15,18 @@ double layer_parameter_count(const ModelSpec& m);
 // Of those, what one rank of a t-way tensor group holds: column/row-split matrices and the
 // column-split biases divided by t, norms and the row-parallel output biases replicated.
 double layer_parameter_count_per_rank(const ModelSpec& m, int t);
+// One layer's parameters on one rank, split by the group that reduces their gradients: `dense`
+// over the data x context replicas (attention, norms, the router, shared experts, a dense MLP),
+// `expert` over the expert-data group (the routed experts). Rank of a plan with tensor t, expert
+// ep and expert_tensor etp: attention and shared experts split t ways (norms, row-parallel
+// biases and the router replicated), the routed experts experts/ep per rank, each split etp ways.
+// A dense model's layer (or one of the first dense_layers) has no expert part.
+struct LayerParameters {
+    double dense = 0.0;
+    double expert = 0.0;
+    double total() const { return dense + expert; }
+};
+LayerParameters layer_parameters(const ModelSpec& m, int layer, int t, int ep = 1, int etp = 1);
 // Input side: word embeddings V*h, plus learned positions s*h for GPT.
 double embedding_parameter_count(const ModelSpec& m);
 // Output side: final norm, plus the untied output matrix V*h for Llama (GPT ties it to the
@@ -27,6 +39,10 @@ double parameter_count(const ModelSpec& m);
 // Forward FLOPs of one layer for `sequences` sequences, summed over the layer's GEMMs.
 // Standard GPT: 24*b*s*h^2 + 4*b*s^2*h.
 double layer_forward_flops(const ModelSpec& m, double sequences);
+// The same for global layer `layer`: a mixture-of-experts layer counts its active parameters,
+// the attention GEMMs, the router (2*b*s*h*experts), experts_per_token routed experts' MLPs and
+// the shared experts' MLP per token.
+double layer_forward_flops(const ModelSpec& m, double sequences, int layer);
 // Forward FLOPs of the attention core alone (QK^T and attention x V): 4*b*s^2*h.
 double attention_core_forward_flops(const ModelSpec& m, double sequences);
 // Forward FLOPs of the logits GEMM: 2*b*s*h*V.

@@ -30,6 +30,11 @@ ModelPreset parse_one(const YAML::Node& n) {
     s.seq_len = n["seq_len"].as<int>();
     s.vocab = n["vocab"].as<int>();
     s.swiglu = n["swiglu"] ? n["swiglu"].as<bool>() : false;
+    s.experts = int_field(n, "experts", 0);
+    s.experts_per_token = int_field(n, "experts_per_token", 0);
+    s.expert_ffn_hidden = int_field(n, "expert_ffn_hidden", 0);
+    s.shared_experts = int_field(n, "shared_experts", 0);
+    s.dense_layers = int_field(n, "dense_layers", 0);
     return p;
 }
 

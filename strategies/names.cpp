@@ -20,7 +20,9 @@ std::vector<NamedValue> schedule_names() {
     return {{"gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
             {"1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
             {"interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
-            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"}};
+            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"},
+            {"zb-h1", "zero bubble H1 (Qi et al. ICLR 2024): backward split into input- and weight-gradient passes, weight gradients deferred into the bubbles; 1F1B's activation memory"},
+            {"zb-v", "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), split backward; 1F1B's activation memory; needs virtual_stages 2"}};
 }
 
 std::vector<NamedValue> recompute_names() {
@@ -35,6 +37,18 @@ std::vector<NamedValue> tensor_mode_names() {
             {"2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)"},
             {"3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
             {"atp", "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"}};
+}
+
+std::vector<NamedValue> context_mode_names() {
+    return {{"ring", "K/V blocks passed around the context group, overlapped with blockwise attention (Transformer Engine p2p; Liu et al. 2023, ring attention)"},
+            {"all-gather", "K/V all-gathered before attention, dK/dV reduce-scattered (Llama 3, Dubey et al. 2024)"},
+            {"all-to-all", "Q/K/V exchanged from sequence to head split and back (DeepSpeed-Ulysses, Jacobs et al. 2023)"}};
+}
+
+std::vector<NamedValue> fp8_recipe_names() {
+    return {{"delayed", "per-tensor scale from the amax history (Transformer Engine DelayedScaling)"},
+            {"current", "per-tensor scale from the tensor's own amax, one more pass per cast (Float8CurrentScaling)"},
+            {"mxfp8", "a scale per 32 elements, both orientations cast from 16 bits (MXFP8BlockScaling; Blackwell, CDNA4)"}};
 }
 
 std::vector<NamedValue> atp_order_names() {
@@ -62,6 +76,16 @@ Recompute parse_recompute(const std::string& word, const InputLocation& where) {
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where) {
     return static_cast<TensorMode>(find_name(tensor_mode_names(), word, where, "tensor mode"));
 }
+
+ContextMode parse_context_mode(const std::string& word, const InputLocation& where) {
+    return static_cast<ContextMode>(find_name(context_mode_names(), word, where, "context mode"));
+}
+
+Fp8Recipe parse_fp8_recipe(const std::string& word, const InputLocation& where) {
+    return static_cast<Fp8Recipe>(find_name(fp8_recipe_names(), word, where, "fp8 recipe"));
+}
+
+std::string fp8_recipe_name(Fp8Recipe r) { return fp8_recipe_names().at(static_cast<std::size_t>(r)).name; }
 
 AtpOrder parse_atp_order(const std::string& word, const InputLocation& where) {
     return static_cast<AtpOrder>(find_name(atp_order_names(), word, where, "ATP order"));

@@ -1,4 +1,5 @@
 // validate_plan: every way a scenario's plan can be impossible, each reported at its key.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -8,7 +9,9 @@
 
 #include "sim/checked_math.hpp"
 
+#include "hardware_models/gpu_spec.hpp"
 #include "strategies/layout.hpp"
+#include "strategies/names.hpp"
 #include "strategies/partition/stage_partition.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/tensor_modes/mode_validation.hpp"
@@ -20,6 +23,13 @@ namespace {
 using std::to_string;
 
 using Checker = PlanChecker;
+
+std::string fmt_ratio(double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+}
 
 void check_model(const Checker& c, const ModelSpec& m) {
     c.require(m.layers > 0, "model.layers", "must be a positive number of layers");
@@ -33,6 +43,7 @@ void check_model(const Checker& c, const ModelSpec& m) {
     c.require(kv > 0 && m.heads % kv == 0, "model.kv_heads",
               "must divide heads " + to_string(m.heads) + " (got " + to_string(kv) + ")");
     c.require(m.ffn_hidden >= 0, "model.ffn_hidden", "must be positive (0: 4 * hidden)");
+    c.require(m.experts >= 0, "model.experts", "must be at least 1 (or absent: a dense model)");
 }
 
 // The fused kernels of FlashAttention and cuDNN run in fp16 / bf16 (fp8 training keeps the
@@ -45,6 +56,22 @@ void check_attention(const Checker& c, const Scenario& sc) {
     c.require(sc.parallel.tensor_mode == TensorMode::OneD || sc.parallel.tensor <= 1, "model.attention",
               "fused attention is modelled with 1d tensor parallelism; the 2d, 3d and atp layer programs run "
               "their papers' unfused attention: set model.attention: unfused (or training.framework: megatron-2021)");
+}
+
+// A recipe other than delayed scaling changes the casts Transformer Engine runs around the linear
+// layers' fp8 GEMMs: it needs fp8, Transformer Engine, and the 1d layer program (the 2d, 3d and
+// ATP programs price no fp8 casts).
+void check_fp8_recipe(const Checker& c, const Scenario& sc) {
+    if (sc.model.fp8_recipe == Fp8Recipe::Delayed) return;
+    const std::string recipe = "training.fp8_recipe " + fp8_recipe_name(sc.model.fp8_recipe);
+    c.require(sc.training.precision == sim::Precision::Fp8, "training.fp8_recipe",
+              recipe + " scales fp8 operands: it needs training.precision: fp8 (got " +
+                  precision_name(sc.training.precision) + ")");
+    c.require(sc.model.transformer_engine, "training.fp8_recipe",
+              recipe + " is Transformer Engine's: it needs training.transformer_engine: true (or training.framework: "
+                       "megatron-core)");
+    c.require(sc.parallel.tensor_mode == TensorMode::OneD || sc.parallel.tensor <= 1, "training.fp8_recipe",
+              recipe + " is modelled with 1d tensor parallelism; the 2d, 3d and atp layer programs price no fp8 casts");
 }
 
 void check_unsupported(const Checker& c, const ParallelPlan& p) {
@@ -63,15 +90,18 @@ int check_degrees(const Checker& c, const Scenario& sc) {
     c.require(p.tensor >= 1, "parallel.tensor", "must be at least 1");
     c.require(p.pipeline >= 1, "parallel.pipeline", "must be at least 1");
     c.require(p.data >= 0, "parallel.data", "must be at least 1 (or absent: derived)");
-    const std::int64_t tp = std::int64_t{p.tensor} * p.pipeline;  // both >= 1 and below 2^31: fits
+    c.require(p.context >= 1, "parallel.context", "must be at least 1");
+    // Each factor >= 1 and below 2^31: the product of three fits in 64 bits.
+    const std::int64_t tp = std::int64_t{p.tensor} * p.pipeline * p.context;
+    const std::string named = p.context > 1 ? "tensor*context*pipeline" : "tensor*pipeline";
     if (p.data == 0) {
-        c.require(gpus % tp == 0, "parallel.pipeline",
-                  "tensor*pipeline = " + to_string(tp) + " does not divide the " + to_string(gpus) + " GPUs");
+        c.require(gpus % tp == 0, p.context > 1 ? "parallel.context" : "parallel.pipeline",
+                  named + " = " + to_string(tp) + " does not divide the " + to_string(gpus) + " GPUs");
         return static_cast<int>(gpus / tp);
     }
     const std::optional<std::int64_t> total = sim::checked_mul(tp, std::int64_t{p.data});
     c.require(total && *total == gpus, "parallel.data",
-              "tensor*pipeline*data = " + (total ? to_string(*total) : "more than 2^63") + " but the cluster has " +
+              named + "*data = " + (total ? to_string(*total) : "more than 2^63") + " but the cluster has " +
                   to_string(gpus) + " GPUs");
     return p.data;
 }
@@ -125,6 +155,90 @@ void check_tensor(const Checker& c, const Scenario& sc) {
                   to_string(b) + " or seq_len " + to_string(m.seq_len));
 }
 
+// Context parallelism as Megatron-Core runs it (Transformer Engine's fused attention with
+// context parallelism): each rank holds chunks i and 2c-1-i of the 2c chunks of every sequence,
+// so causal attention costs every rank the same (strategies/context_attention.hpp).
+void check_context(const Checker& c, const Scenario& sc) {
+    const ParallelPlan& p = sc.parallel;
+    if (p.context <= 1) return;
+    const std::string cp = to_string(p.context);
+    c.require(sc.model.seq_len % (2 * p.context) == 0, "parallel.context",
+              "context parallelism splits every sequence into 2*context = " + to_string(2 * p.context) +
+                  " chunks; seq_len " + to_string(sc.model.seq_len) + " is not a multiple of it");
+    c.require(sc.model.attention == AttentionKernel::Fused, "parallel.context",
+              "context parallelism runs inside the fused attention kernel (Transformer Engine); set model.attention: "
+              "fused (or training.framework: megatron-core)");
+    c.require(p.tensor_mode == TensorMode::OneD, "parallel.context",
+              "context parallelism is modelled with 1d tensor parallelism (got tensor_mode " + to_string(p.tensor_mode) + ")");
+    c.require(p.overlap_chunks == 1, "parallel.context",
+              "context parallelism already splits the sequence; it is not combined with overlap_chunks > 1");
+    if (p.context_mode == ContextMode::AllToAll) {
+        const int t = std::max(1, p.tensor);
+        const int heads = sc.model.heads / t, kv = sc.model.kv_heads_or_default() / t;
+        c.require(heads % p.context == 0 && kv % p.context == 0, "parallel.context_mode",
+                  "all-to-all (DeepSpeed-Ulysses) gives each of the " + cp + " context ranks whole heads: the " +
+                      to_string(heads) + " query heads and " + to_string(kv) +
+                      " key/value heads per tensor rank must be multiples of context " + cp + "; use ring or all-gather");
+    }
+    const int sg = p.shard_group;
+    c.require(sg == 0 || sg % p.context == 0, "parallel.shard_group",
+              to_string(sg) + " must be a multiple of context " + cp + ": a shard group holds whole context groups");
+}
+
+// Mixture of experts with expert parallelism as Megatron-Core runs it (its alltoall token
+// dispatcher): the expert layers regroup the t*c*d ranks of a stage as etp x ep x expert-data.
+void check_experts(const Checker& c, const Scenario& sc, int replicas) {
+    const ModelSpec& m = sc.model;
+    const ParallelPlan& p = sc.parallel;
+    c.require(m.attention_kind == AttentionKind::Mha, "model.attention_kind",
+              "multi-head latent attention (mla, DeepSeek-V2/V3) is not modelled yet; allowed: mha (multi-head and "
+              "grouped-query attention, model.kv_heads)");
+    c.require(p.expert >= 1, "parallel.expert", "must be at least 1");
+    c.require(p.expert_tensor >= 1, "parallel.expert_tensor", "must be at least 1");
+    if (!m.moe()) {
+        c.require(p.expert == 1, "parallel.expert", "expert parallelism needs a mixture-of-experts model (model.experts)");
+        c.require(p.expert_tensor == 1, "parallel.expert_tensor",
+                  "expert tensor parallelism needs a mixture-of-experts model (model.experts)");
+        for (const char* key : {"model.experts_per_token", "model.expert_ffn_hidden", "model.shared_experts",
+                                "model.dense_layers", "model.moe_load_imbalance"})
+            c.require(!sc.key_lines.contains(key), key, "needs a mixture-of-experts model: set model.experts");
+        return;
+    }
+    const std::string e = to_string(m.experts);
+    c.require(m.top_k() <= m.experts, "model.experts_per_token",
+              "must be at most the " + e + " experts (got " + to_string(m.top_k()) + ")");
+    c.require(m.dense_layers < m.layers, "model.dense_layers",
+              "must leave at least one of the " + to_string(m.layers) + " layers to the experts (got " +
+                  to_string(m.dense_layers) + ")");
+    c.require(m.moe_load_imbalance >= 1.0 && m.moe_load_imbalance <= static_cast<double>(m.experts) / m.top_k(),
+              "model.moe_load_imbalance",
+              "the busiest expert's tokens over the mean: between 1 (balanced) and experts / experts_per_token = " +
+                  fmt_ratio(static_cast<double>(m.experts) / m.top_k()));
+    const int ep = p.expert, etp = p.expert_tensor, t = p.tensor;
+    c.require(m.experts % ep == 0, "parallel.expert", "must divide the " + e + " experts (got " + to_string(ep) + ")");
+    const std::int64_t ranks = std::int64_t{t} * replicas;
+    const std::string named = p.context > 1 ? "tensor*context*data" : "tensor*data";
+    c.require(ranks % (std::int64_t{ep} * etp) == 0, etp > 1 ? "parallel.expert_tensor" : "parallel.expert",
+              "expert*expert_tensor = " + to_string(ep * etp) + " must divide " + named + " = " + to_string(ranks) +
+                  ": the expert layers regroup a stage's ranks as expert_tensor x expert x expert-data");
+    c.require(m.expert_ffn_or_default() % etp == 0, "parallel.expert_tensor",
+              "must divide the expert MLP size " + to_string(m.expert_ffn_or_default()));
+    const int shared = m.shared_experts * m.expert_ffn_or_default();
+    c.require(shared % t == 0, "parallel.tensor", "must divide the shared experts' MLP size " + to_string(shared));
+    c.require(t == 1 || p.sequence_parallel, "parallel.sequence_parallel",
+              "Megatron-Core runs mixture-of-experts layers with tensor parallelism only under sequence parallelism "
+              "(each tensor rank routes its own tokens): set parallel.sequence_parallel: true");
+    c.require(p.tensor_mode == TensorMode::OneD, "parallel.tensor_mode",
+              "mixture-of-experts layers are modelled with 1d tensor parallelism (got " + to_string(p.tensor_mode) + ")");
+    c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
+              "sub-batches (overlap_chunks > 1) are not modelled for mixture-of-experts layers");
+    c.require(p.zero_stage < 3, "parallel.zero_stage",
+              "ZeRO-3 (fully sharded weights) is not modelled for mixture-of-experts models; use 0, 1 or 2");
+    c.require(!splits_backward(p.schedule), "parallel.schedule",
+              to_string(p.schedule) + " splits the backward into input- and weight-gradient passes, not modelled for "
+              "mixture-of-experts layers; use 1f1b, interleaved or gpipe");
+}
+
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
     const ParallelPlan& p = sc.parallel;
     c.require(p.virtual_stages >= 1, "parallel.virtual_stages", "must be at least 1");
@@ -135,9 +249,12 @@ void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
         c.require(micro_batches % p.pipeline == 0, "training.global_batch",
                   "the interleaved schedule needs micro-batches (" + to_string(micro_batches) +
                       ") to be a multiple of pipeline " + to_string(p.pipeline));
+    } else if (p.schedule == Schedule::ZeroBubbleV) {
+        c.require(p.virtual_stages == 2, "parallel.virtual_stages",
+                  "zb-v places two model chunks on each stage, in a V: it needs virtual_stages: 2");
     } else {
         c.require(p.virtual_stages == 1, "parallel.virtual_stages",
-                  "virtual stages > 1 need schedule: interleaved");
+                  "virtual stages > 1 need schedule: interleaved (or zb-v, with 2)");
     }
     if (p.schedule == Schedule::ShiftedCriticalPath) {
         if (const auto why = scp_unsupported_reason(p.pipeline, micro_batches)) c.require(false, "parallel.schedule", *why);
@@ -145,6 +262,10 @@ void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
                   "shifted-critical-path pre-recomputes checkpointed micro-batches in the bubbles, so it needs "
                   "recompute: full or stage-aware (got " + to_string(p.recompute) + ")");
     }
+    if (splits_backward(p.schedule))
+        c.require(p.tensor_mode == TensorMode::OneD || p.tensor <= 1, "parallel.tensor_mode",
+                  to_string(p.schedule) + " splits each layer's backward into input- and weight-gradient passes, "
+                  "which the 1d layer program models; got tensor_mode " + to_string(p.tensor_mode));
     const std::int64_t chunks = std::int64_t{p.pipeline} * p.virtual_stages;
     c.require(sc.model.layers >= chunks, "parallel.pipeline",
               "pipeline*virtual_stages = " + to_string(chunks) + " exceeds the " +
@@ -158,15 +279,21 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_model(c, sc.model);
     check_unsupported(c, sc.parallel);
     check_attention(c, sc);
+    check_fp8_recipe(c, sc);
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
+    // The replicas of the weights in a stage: data x context (the gradient reduction's group).
+    const int replicas = data * sc.parallel.context;
     const int sg = sc.parallel.shard_group;
-    c.require(sg == 0 || data % sg == 0, "parallel.shard_group",
-              to_string(sg) + " must divide the data-parallel degree " + to_string(data));
-    c.require(sg == 0 || sg == data || sc.parallel.zero_stage == 3, "parallel.shard_group",
-              "hybrid sharding (a shard group smaller than the data-parallel degree " + to_string(data) +
+    const std::string replicas_named = sc.parallel.context > 1 ? "data*context " : "the data-parallel degree ";
+    c.require(sg == 0 || replicas % sg == 0, "parallel.shard_group",
+              to_string(sg) + " must divide " + replicas_named + to_string(replicas));
+    c.require(sg == 0 || sg == replicas || sc.parallel.zero_stage == 3, "parallel.shard_group",
+              "hybrid sharding (a shard group smaller than " + replicas_named + to_string(replicas) +
                   ") shards the weights: it needs parallel.zero_stage: 3");
+    check_context(c, sc);
     check_tensor(c, sc);
+    check_experts(c, sc, replicas);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;
     c.require(tr.micro_batch >= 1, "training.micro_batch", "must be at least 1");
@@ -188,14 +315,20 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     const auto m = static_cast<int>(tr.global_batch / per_step);
     check_pipeline(c, sc, m);
     // Before the partition and the program are built: both grow with the plan's size.
-    check_work(sc, data, m);
+    check_work(sc, replicas, m);
 
     Layout l;
     l.tensor = sc.parallel.tensor;
     l.pipeline = sc.parallel.pipeline;
-    l.data = data;
-    l.data_shard = sc.parallel.shard_group == data ? 0 : sc.parallel.shard_group;
+    l.data = replicas;
+    l.context = sc.parallel.context;
+    l.context_mode = sc.parallel.context_mode;
+    l.experts = sc.model.moe();
+    l.expert = sc.parallel.expert;
+    l.expert_tensor = sc.parallel.expert_tensor;
+    l.data_shard = sc.parallel.shard_group == replicas ? 0 : sc.parallel.shard_group;
     l.virtual_stages = sc.parallel.virtual_stages;
+    l.v_shape = sc.parallel.schedule == Schedule::ZeroBubbleV;
     l.tensor_mesh = mesh.axes;
     l.tensor_order = mesh.order;
     l.micro_batches = m;
@@ -208,5 +341,16 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
 Layout validate_plan(const Scenario& sc) { return validated(sc, nullptr); }
 
 Layout validate_plan(const Scenario& sc, const hw::Catalog& builtin) { return validated(sc, &builtin); }
+
+void check_gpu_features(const Scenario& sc, const hw::GpuSpec& gpu) {
+    // MXFP8's block scales are applied by the tensor cores of Blackwell (NVIDIA) and CDNA4 (AMD);
+    // earlier GPUs have no block-scaled fp8 instructions.
+    if (sc.model.fp8_recipe != Fp8Recipe::Mxfp8 || sc.training.precision != sim::Precision::Fp8) return;
+    const bool block_scaled = gpu.architecture == "blackwell" || gpu.architecture == "cdna4";
+    Checker(sc).require(block_scaled, "training.fp8_recipe",
+                        "mxfp8 needs tensor cores with block-scaled fp8 (Blackwell, CDNA4); " + gpu.name + " is " +
+                            (gpu.architecture.empty() ? std::string("of no stated architecture") : gpu.architecture) +
+                            ": use delayed or current");
+}
 
 }  // namespace cuboid

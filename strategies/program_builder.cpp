@@ -18,6 +18,8 @@ LayerDims dims_of(const Scenario& sc, const Layout& l) {
     LayerDims d = LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
                                   sc.training.precision);
     d.set_mesh(tensor_mesh_of(sc, l));  // 2d / 3d / atp layer programs
+    d.set_context(l.context, l.context_mode);
+    d.set_experts(sc.model, l.expert, l.expert_tensor);
     return d;
 }
 
@@ -51,7 +53,7 @@ GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
     const ModelSpec& m = sc.model;
     double unit = layer_parameter_count_per_rank(m, l.tensor);
     if (stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
-    if (stage == l.pipeline - 1) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.pipeline));
+    if (stage == l.head_stage()) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.tied_pipeline()));
     const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
     return {2.0 * unit * state.weight, unit * state.grad};
 }
@@ -59,8 +61,8 @@ GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
 // Bytes a stage's ranks hold all iteration besides activations (stage_resident_bytes), with the
 // layer's dimensions `d` (dims_of(sc, l)) already worked out.
 Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
-    const double params = stage_parameters_per_rank(sc.model, l, stage);
-    Bytes b = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.shard_size());
+    const StageParameters params = stage_parameter_split(sc.model, l, stage);
+    Bytes b = resident_state_bytes(params, l, sc.training.precision, sc.parallel.zero_stage, l.shard_size());
     if (l.pipeline > 1) b += Bytes(pipeline_buffer_bytes(l, d));
     const GatherBuffers g = gather_buffers(sc, l, stage);
     if (g.weights > 0.0) b += Bytes(g.weights + g.grads);
@@ -86,10 +88,22 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.dp_overlap = sc.parallel.dp_overlap;
     p.zero_stage = sc.parallel.zero_stage;
     p.layer_params = layer_parameter_count_per_rank(m, l.tensor);
+    if (m.moe()) {
+        // The last layer is an expert layer (validate_plan leaves at least one after dense_layers).
+        const LayerParameters moe = layer_parameters(m, m.layers - 1, l.tensor, l.expert, l.expert_tensor);
+        p.dense_layers = m.dense_layers;
+        p.dense_layer_params = p.layer_params;
+        p.layer_params = moe.dense;
+        p.expert_params = moe.expert;
+        p.dense_layer = layer;
+        p.dense_layer.dims = layer.dims.dense();
+        p.dense_layer.gemms = layer_gemms(p.dense_layer.dims);
+        p.dense_layer.memory = layer_memory(p.dense_layer.dims, layer.recompute);
+    }
     p.embedding_params = stage == 0 ? embedding_parameters_per_rank(m, l.tensor) : 0.0;
-    p.head_params = stage == l.pipeline - 1 ? head_parameters_per_rank(m, l.tensor, l.pipeline) : 0.0;
-    const bool ends = stage == 0 || stage == l.pipeline - 1;
-    p.tied_embedding_params = ends ? tied_embedding_copy_per_rank(m, l.tensor, l.pipeline) : 0.0;
+    p.head_params = stage == l.head_stage() ? head_parameters_per_rank(m, l.tensor, l.tied_pipeline()) : 0.0;
+    const bool ends = stage == 0 || stage == l.head_stage();
+    p.tied_embedding_params = ends ? tied_embedding_copy_per_rank(m, l.tensor, l.tied_pipeline()) : 0.0;
     p.grad_bytes_per_param = state.grad;
     p.weight_bytes_per_param = state.weight;
     p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training.precision);
@@ -147,14 +161,16 @@ Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
 }
 
 ResidentMemory stage_resident_memory(const Scenario& sc, const Layout& l, int stage) {
-    const double params = stage_parameters_per_rank(sc.model, l, stage);
+    const StageParameters params = stage_parameter_split(sc.model, l, stage);
     const StateBytesPerParam per_param =
         sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.shard_size());
+    const StateBytesPerParam per_expert_param =
+        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.expert_data());
     const GatherBuffers g = gather_buffers(sc, l, stage);
     ResidentMemory r;
-    r.weights_bytes = params * per_param.weight + g.weights;
-    r.gradients_bytes = params * per_param.grad + g.grads;
-    r.optimizer_state_bytes = params * per_param.optimizer;
+    r.weights_bytes = params.dense * per_param.weight + params.expert * per_expert_param.weight + g.weights;
+    r.gradients_bytes = params.dense * per_param.grad + params.expert * per_expert_param.grad + g.grads;
+    r.optimizer_state_bytes = params.dense * per_param.optimizer + params.expert * per_expert_param.optimizer;
     r.pipeline_buffers_bytes = pipeline_buffer_bytes(l, dims_of(sc, l));
     return r;
 }

@@ -45,14 +45,15 @@ std::vector<std::array<Index, 3>> add_axis_groups(sim::Program& p, const Layout&
 
 }  // namespace
 
+// Interleaving wraps around from the last stage to the first; ZB-V's V turns on the last stage.
 int next_stage(const Layout& l, int stage) {
     if (stage + 1 < l.pipeline) return stage + 1;
-    return (l.virtual_stages > 1 && l.pipeline > 1) ? 0 : -1;
+    return (l.virtual_stages > 1 && !l.v_shape && l.pipeline > 1) ? 0 : -1;
 }
 
 int prev_stage(const Layout& l, int stage) {
     if (stage > 0) return stage - 1;
-    return (l.virtual_stages > 1 && l.pipeline > 1) ? l.pipeline - 1 : -1;
+    return (l.virtual_stages > 1 && !l.v_shape && l.pipeline > 1) ? l.pipeline - 1 : -1;
 }
 
 void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool tied_embedding, bool parameter_gathers) {
@@ -62,6 +63,8 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     };
     std::vector<Index> tp_group(static_cast<std::size_t>(d * pp)), dp_group(static_cast<std::size_t>(t * pp));
     std::vector<Index> act(static_cast<std::size_t>(t * d * pp)), grad(act.size());
+    std::vector<Index> act_up, grad_up;  // ZB-V: act_up[s] next(s) -> s, grad_up[s] s -> next(s)
+    if (l.v_shape) act_up.resize(act.size()), grad_up.resize(act.size());
     p.groups.reserve(tp_group.size() + dp_group.size() + 2 * act.size());
     for (int s = 0; s < pp; ++s) {
         for (int j = 0; j < d; ++j) {
@@ -83,13 +86,16 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
             for (int j = 0; j < d; ++j) {
                 act[at(s, i, j, t, d)] = add_group(p, pair(l, i, j, s, n), labels.group_pp_act);
                 grad[at(s, i, j, t, d)] = add_group(p, pair(l, i, j, s, n), labels.group_pp_grad);
+                if (!l.v_shape) continue;
+                act_up[at(s, i, j, t, d)] = add_group(p, pair(l, i, j, s, n), labels.group_pp_act);
+                grad_up[at(s, i, j, t, d)] = add_group(p, pair(l, i, j, s, n), labels.group_pp_grad);
             }
     }
     // Embedding groups (tied GPT embedding, p > 1): {first stage, last stage} per (tensor, data)
     // position, Megatron-LM's `embedding_group` (parallel_state.py: the first and last rank of each
     // pipeline group), on which finalize_model_grads all-reduces the word embedding's gradient.
     std::vector<Index> emb;
-    if (tied_embedding && pp > 1)
+    if (tied_embedding && l.ends_apart())
         for (int i = 0; i < t; ++i)
             for (int j = 0; j < d; ++j) emb.push_back(add_group(p, pair(l, i, j, 0, pp - 1), labels.group_emb));
     // ZeRO-3 hybrid sharding: shard groups of consecutive data indices and, across them, the
@@ -115,6 +121,40 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
                     replica.push_back(add_group(p, std::move(ranks), labels.group_replica));
                 }
             }
+    // Context groups: c consecutive data indices, in ring order (Megatron-Core's cp group).
+    const int cp = l.context;
+    std::vector<Index> context;
+    if (cp > 1)
+        for (int s = 0; s < pp; ++s)
+            for (int i = 0; i < t; ++i)
+                for (int k = 0; k < d / cp; ++k) {
+                    std::vector<std::uint32_t> ranks;
+                    for (int j = k * cp; j < (k + 1) * cp; ++j) ranks.push_back(l.rank(i, j, s));
+                    context.push_back(add_group(p, std::move(ranks), labels.group_cp));
+                }
+    // Expert groups: a stage's ranks q = tp + t * dp as q = a + etp * (e + ep * f) (a: expert
+    // tensor, e: expert, f: expert-data index); per stage the groups of fixed (a, f), (e, f), (a, e).
+    const int etp = l.expert_tensor, ep = l.expert, per_stage = t * d;
+    std::vector<Index> expert, expert_tensor, expert_data;  // indexed by stage * per_stage + q
+    if (l.experts) {
+        expert.resize(static_cast<std::size_t>(per_stage * pp));
+        expert_tensor.resize(expert.size());
+        expert_data.resize(expert.size());
+        const auto rank_of = [&](int q, int s) { return l.rank(q % t, q / t, s); };
+        const auto add = [&](std::vector<Index>& out, int s, int first, int stride, int count, std::uint32_t label) {
+            std::vector<std::uint32_t> ranks;
+            for (int k = 0; k < count; ++k) ranks.push_back(rank_of(first + k * stride, s));
+            const Index g = add_group(p, std::move(ranks), label);
+            for (int k = 0; k < count; ++k) out[static_cast<std::size_t>(s * per_stage + first + k * stride)] = g;
+        };
+        for (int s = 0; s < pp; ++s)
+            for (int q = 0; q < per_stage; ++q) {
+                const int a = q % etp, e = (q / etp) % ep, f = q / (etp * ep);
+                if (e == 0) add(expert, s, q, etp, ep, labels.group_ep);
+                if (a == 0) add(expert_tensor, s, q, 1, etp, labels.group_etp);
+                if (f == 0) add(expert_data, s, q, etp * ep, per_stage / (etp * ep), labels.group_edp);
+            }
+    }
     // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
     std::vector<std::vector<std::array<Index, 3>>> axis_groups;
     if (l.multi_axis_mesh())
@@ -134,18 +174,34 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
             g[slot::kReplica] = replica[base * static_cast<std::size_t>(sg) + static_cast<std::size_t>(j % sg)];
         }
         if (!gather.empty()) g[slot::kShardGather] = gather[shard_index];
+        if (!context.empty())
+            g[slot::kContext] = context[base * static_cast<std::size_t>(d / cp) + static_cast<std::size_t>(j / cp)];
+        if (!expert.empty()) {
+            const auto q = static_cast<std::size_t>(s * t * d + j * t + i);
+            g[slot::kExpert] = expert[q];
+            g[slot::kExpertTensor] = expert_tensor[q];
+            g[slot::kExpertData] = expert_data[q];
+        }
         if (!axis_groups.empty())
             for (int a = 0; a < 3; ++a)
                 g[slot::tensor_axis(a)] = axis_groups[static_cast<std::size_t>(s * d + j)][static_cast<std::size_t>(i)]
                                                      [static_cast<std::size_t>(a)];
-        if (!emb.empty() && (s == 0 || s == pp - 1)) g[slot::kEmbedding] = emb[static_cast<std::size_t>(i * d + j)];
+        if (!emb.empty() && (s == 0 || s == l.head_stage())) g[slot::kEmbedding] = emb[static_cast<std::size_t>(i * d + j)];
         if (const int n = next_stage(l, s); n >= 0) {
             g[slot::kActToNext] = act[at(s, i, j, t, d)];
             g[slot::kGradFromNext] = grad[at(s, i, j, t, d)];
+            if (l.v_shape) {
+                g[slot::kActFromNext] = act_up[at(s, i, j, t, d)];
+                g[slot::kGradToNext] = grad_up[at(s, i, j, t, d)];
+            }
         }
         if (const int q = prev_stage(l, s); q >= 0) {
             g[slot::kActFromPrev] = act[at(q, i, j, t, d)];
             g[slot::kGradToPrev] = grad[at(q, i, j, t, d)];
+            if (l.v_shape) {
+                g[slot::kActToPrev] = act_up[at(q, i, j, t, d)];
+                g[slot::kGradFromPrev] = grad_up[at(q, i, j, t, d)];
+            }
         }
         p.ranks[r] = sim::RankProgram{static_cast<std::uint32_t>(s), std::move(g)};
     }

@@ -34,10 +34,20 @@ std::vector<int> proper_divisors(int n) {
 
 std::vector<sim::RankMap> symmetry_generators(const Layout& layout, TensorMode mode) {
     std::vector<sim::RankMap> gens;
-    // A data shift maps ZeRO-3's shard groups (consecutive data indices) onto each other only in
-    // whole groups.
+    // A data shift maps ZeRO-3's shard groups and the context groups (consecutive data indices)
+    // onto each other only in whole groups.
+    // ... and the expert groups (layout.hpp) by whole expert x expert-tensor blocks of a stage's
+    // ranks, or, when one block is the whole stage, by whole expert-tensor groups.
+    const int etp = layout.experts ? layout.expert_tensor : 1;
+    const int expert_block = layout.experts ? layout.expert * etp : 1;
+    const auto keeps_expert_groups = [&](int b) {
+        const int ranks = b * layout.tensor;
+        return ranks % expert_block == 0 || (expert_block == layout.tensor * layout.data && ranks % etp == 0);
+    };
     for (const int b : proper_divisors(layout.data))
-        if (b % layout.shard_size() == 0 || !layout.hybrid_sharding()) gens.push_back(shift(layout, 0, b));
+        if ((b % layout.shard_size() == 0 || !layout.hybrid_sharding()) && b % layout.context == 0 &&
+            keeps_expert_groups(b))
+            gens.push_back(shift(layout, 0, b));
     if (mode == TensorMode::OneD) {
         for (const int b : proper_divisors(layout.tensor)) gens.push_back(shift(layout, b, 0));
         for (const int b : proper_divisors(layout.tensor)) {

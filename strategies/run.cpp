@@ -27,6 +27,7 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     const Layout layout = builtin ? validate_plan(sc, *builtin) : validate_plan(sc);
     std::shared_ptr<const hw::Hardware> hardware =
         options.hardware ? options.hardware : hw::Hardware::build(sc.cluster, *builtin);
+    check_gpu_features(sc, hardware->gpu());
     const std::vector<int> checkpointed =
         checkpointed_layers(sc, layout, BuildOptions{usable_memory(hardware->gpu(), options.memory_headroom)});
     options.cancel.throw_if_requested();

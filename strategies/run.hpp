@@ -80,10 +80,13 @@ struct RunResult {
     std::optional<Goodput> goodput;  // with time to train: failures, checkpoints, restarts
     // With time to train: the cost rented and owned, with their inputs and sources.
     std::optional<TrainingCost> training_cost;
+    // The same costs over the time to train with failures (goodput's effective time), when it is
+    // finite: what the machines are held for, restarts and checkpoints included.
+    std::optional<TrainingCost> training_cost_with_failures;
 };
 
 struct RunOptions {
-    std::span<sim::SimObserver* const> observers;   // observers of the simulation
+    std::span<sim::SimObserver* const> observers{};  // observers of the simulation
     std::shared_ptr<const hw::Hardware> hardware;  // reuse across runs of one cluster; built if null
     std::ostream* trace = nullptr;                  // non-null: write the Perfetto timeline here
     // Simulate one rank per orbit of provably identical ranks (sim::SimOptions::fold): the same
@@ -102,7 +105,7 @@ struct RunOptions {
     double memory_headroom = 0.0;
     // Once requested, run_scenario throws sim::Cancelled soon after (between its phases, and
     // every few thousand events of the simulation): a sweep stopped by a signal.
-    sim::Cancellation cancel;
+    sim::Cancellation cancel{};
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).

@@ -65,7 +65,11 @@ void fill_rates(RunResult& r, const Scenario& sc, const hw::GpuSpec& gpu) {
     r.goodput = goodput_of(sc.reliability, seconds, r.gpus, checkpoint_bytes(sc.model, sc.training.precision));
     if (sc.cost.gpu_hour_usd) r.cost_usd = r.gpus * (seconds / kSecondsPerHour) * *sc.cost.gpu_hour_usd;
     if (sc.cost.node_power_kw) r.energy_kwh = sc.cluster.nodes * *sc.cost.node_power_kw * (seconds / kSecondsPerHour);
-    r.training_cost = training_cost(resolve_cost_inputs(sc, hw::Economics::builtin()), r.gpus, sc.cluster.nodes, seconds);
+    const CostInputs cost_inputs = resolve_cost_inputs(sc, hw::Economics::builtin());
+    r.training_cost = training_cost(cost_inputs, r.gpus, sc.cluster.nodes, seconds);
+    if (r.goodput->effective_time_to_train_s)
+        r.training_cost_with_failures =
+            training_cost(cost_inputs, r.gpus, sc.cluster.nodes, *r.goodput->effective_time_to_train_s);
 }
 
 Bytes usable_memory(const hw::GpuSpec& gpu, double headroom) {

@@ -13,6 +13,8 @@ std::string to_string(Schedule s) {
         case Schedule::OneFOneB: return "1f1b";
         case Schedule::Interleaved: return "interleaved";
         case Schedule::ShiftedCriticalPath: return "shifted-critical-path";
+        case Schedule::ZeroBubbleH1: return "zb-h1";
+        case Schedule::ZeroBubbleV: return "zb-v";
     }
     return "?";
 }
@@ -36,5 +38,16 @@ std::string to_string(TensorMode m) {
     }
     return "?";
 }
+
+std::string to_string(ContextMode m) {
+    switch (m) {
+        case ContextMode::Ring: return "ring";
+        case ContextMode::AllGather: return "all-gather";
+        case ContextMode::AllToAll: return "all-to-all";
+    }
+    return "?";
+}
+
+std::string to_string(AttentionKind k) { return k == AttentionKind::Mla ? "mla" : "mha"; }
 
 }  // namespace cuboid

@@ -2,6 +2,7 @@
 // (strategies/cli/scenario_loader.*) fills it and records where each key came from.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -23,6 +24,19 @@ namespace cuboid {
 // dropout kernels between them.
 enum class AttentionKernel : std::uint8_t { Unfused, Fused };
 
+// How Transformer Engine scales the fp8 operands of the linear layers (its recipes):
+// Delayed: one per-tensor scale from the amax history (DelayedScaling), the amax reduced in the
+// cast kernel itself. Current: one per-tensor scale from the tensor's own amax (Float8CurrentScaling),
+// found by a pass before the cast. Mxfp8: an E8M0 scale per block of 32 elements
+// (MXFP8BlockScaling, Blackwell and CDNA4 tensor cores), each orientation quantized from the
+// 16-bit tensor.
+enum class Fp8Recipe : std::uint8_t { Delayed, Current, Mxfp8 };
+
+// How the attention projects queries, keys and values: multi-head (grouped-query with
+// kv_heads < heads), or DeepSeek's multi-head latent attention (low-rank compressed K/V), which
+// cuboid does not model yet and refuses.
+enum class AttentionKind : std::uint8_t { Mha, Mla };
+
 // What model.hf_config read from a Hugging Face config.json (strategies/cli/hf_config.hpp), so
 // that the report and the JSON can show where the model's shape came from.
 struct ModelImport {
@@ -31,6 +45,8 @@ struct ModelImport {
     std::string architecture;  // its first "architectures" entry, when given
     std::vector<std::pair<std::string, std::string>> fields_read;  // config field -> scenario key
     std::vector<std::string> notes;  // fields read whose effect cuboid only approximates
+    // The config's other fields, not read: no model key takes them (rope_theta, token ids, ...).
+    std::vector<std::string> fields_not_read;
 };
 
 struct ModelSpec {
@@ -52,15 +68,39 @@ struct ModelSpec {
     // and transposes of every linear layer's input and output gradient under fp8, one fused
     // rotary-embedding kernel on Q and K for rotary (Llama-style) models.
     bool transformer_engine = false;
+    Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // training.fp8_recipe: how fp8 operands are scaled
+    AttentionKind attention_kind = AttentionKind::Mha;
+    // Mixture of experts (experts > 0): the MLP of every layer after the first dense_layers is
+    // `experts` expert MLPs of expert_ffn_hidden each (same gating as the dense MLP), of which a
+    // router (a top-k softmax gate, one h x experts GEMM) picks experts_per_token per token,
+    // plus shared_experts expert MLPs every token passes through (one dense MLP of
+    // shared_experts * expert_ffn_hidden). The dense layers keep the ffn_hidden MLP.
+    int experts = 0;             // 0: a dense model
+    int experts_per_token = 0;   // top-k; 0: 1 (set with experts)
+    int expert_ffn_hidden = 0;   // 0: ffn_hidden
+    int shared_experts = 0;
+    int dense_layers = 0;        // the leading layers with a dense MLP (DeepSeek-V3: 3)
+    // Tokens the busiest expert receives over the mean (1: balanced routing, as the published
+    // MoE benchmarks force); the expert GEMMs of every rank run at the busiest's rows.
+    double moe_load_imbalance = 1.0;
 
     int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+    bool moe() const { return experts > 0; }
+    int top_k() const { return experts_per_token > 0 ? experts_per_token : 1; }
+    int expert_ffn_or_default() const { return expert_ffn_hidden > 0 ? expert_ffn_hidden : ffn_or_default(); }
+    // Whether global layer `layer` (0-based) has the mixture-of-experts MLP.
+    bool moe_layer(int layer) const { return moe() && layer >= dense_layers; }
+    int moe_layers() const { return moe() ? std::max(0, layers - dense_layers) : 0; }
 };
 
-enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath };
+enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
+// Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
+// sequence, give attention the keys and values of the others (strategies/context_attention.hpp).
+enum class ContextMode { Ring, AllGather, AllToAll };
 // ATP (Cheng et al. 2023): which mesh direction the first linear layer of a block splits
 // (column-first or row-first); Auto: chosen from the cluster's hierarchical communication matrix.
 enum class AtpOrder { Auto, ColumnFirst, RowFirst };
@@ -112,9 +152,21 @@ struct ParallelPlan {
     bool sequence_parallel = false;
     int overlap_chunks = 1;
     int zero_stage = 0;
-    // ZeRO-3 hybrid sharding: the data-parallel ranks one copy of the training state is sharded
-    // over (consecutive data indices); the d / shard_group copies all-reduce their gradient
-    // shards. 0: all d ranks (plain ZeRO-3 / FSDP's full sharding).
+    // Context parallelism: c ranks split every sequence (Megatron-Core's order tp, cp, dp, pp: the
+    // c ranks of a context group are consecutive after the tensor group); the gradients are
+    // reduced and ZeRO shards over data x context.
+    int context = 1;
+    ContextMode context_mode = ContextMode::Ring;
+    // Expert parallelism (mixture-of-experts models), Megatron-Core's layout: the expert layers
+    // regroup the same tensor x context x data ranks of a stage as expert_tensor x expert x
+    // expert-data (consecutive ranks first); each rank holds experts / expert of the experts,
+    // each split over expert_tensor ranks, and the expert gradients are reduced over the
+    // expert-data group of t*c*d / (expert_tensor * expert) ranks.
+    int expert = 1;
+    int expert_tensor = 1;
+    // ZeRO-3 hybrid sharding: the data x context ranks one copy of the training state is sharded
+    // over (consecutive ones, whole context groups); the d*c / shard_group copies all-reduce their
+    // gradient shards. 0: all d*c ranks (plain ZeRO-3 / FSDP's full sharding).
     int shard_group = 0;
     bool dp_overlap = true;
     // Overlap the tensor-parallel all-reduce of input gradients with the weight-gradient GEMM
@@ -172,5 +224,7 @@ struct Scenario {
 std::string to_string(Schedule s);
 std::string to_string(Recompute r);
 std::string to_string(TensorMode m);
+std::string to_string(ContextMode m);
+std::string to_string(AttentionKind k);
 
 }  // namespace cuboid

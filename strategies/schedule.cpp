@@ -48,13 +48,19 @@ std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v,
             return one_f_one_b(total, std::min(total, 2 * (p - stage - 1) + (v - 1) * p), f, b);
         }
         case Schedule::ShiftedCriticalPath: return scp_stage_schedule(p, m, stage);
+        case Schedule::ZeroBubbleH1: return zb_h1_stage_schedule(p, m, stage);
+        case Schedule::ZeroBubbleV: return zb_v_stage_schedule(p, m, stage);
     }
     throw std::logic_error("stage_schedule: unknown schedule");
 }
 
+bool splits_backward(Schedule schedule) {
+    return schedule == Schedule::ZeroBubbleH1 || schedule == Schedule::ZeroBubbleV;
+}
+
 std::string step_words(const std::vector<PipelineStep>& steps, bool chunks) {
     std::ostringstream out;
-    static constexpr const char* kWord[] = {"F", "Fc", "R", "B"};  // indexed by Pass
+    static constexpr const char* kWord[] = {"F", "Fc", "R", "B", "W"};  // indexed by Pass
     for (const PipelineStep& s : steps) {
         out << (out.tellp() > 0 ? " " : "") << kWord[static_cast<int>(s.pass)] << s.micro;
         if (chunks) out << "." << s.chunk;

@@ -1,7 +1,8 @@
 // The per-stage compute order of a scenario's pipeline schedule, printable: one line per stage,
 //   s0: F0 F1 F2 F3 B0 F4 B1 Fc5 B2 ...
 // in seed_algorithms §1.1's notation (F forward, Fc pre-checkpoint forward, R recompute before
-// the gradient is awaited, B backward; ".c" names the model chunk when virtual_stages > 1).
+// the gradient is awaited, B backward, or its input-gradient half under a zero-bubble schedule, W
+// the weight-gradient half; ".c" names the model chunk when virtual_stages > 1).
 #pragma once
 
 #include <string>

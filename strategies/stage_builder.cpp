@@ -1,6 +1,7 @@
 #include "strategies/stage_builder.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "strategies/edge_ops.hpp"
 #include "strategies/group_slots.hpp"
@@ -20,12 +21,21 @@ public:
         : plan_(plan), l_(*plan.layout), labels_(*plan.layer.labels), e_(list, plan.precision),
           backwards_done_(static_cast<std::size_t>(l_.virtual_stages), 0),
           pre_checkpointed_(static_cast<std::size_t>(l_.micro_batches), 0),
-          grad_received_(static_cast<std::size_t>(l_.micro_batches), 0) {
+          grad_received_(static_cast<std::size_t>(l_.micro_batches), 0), split_(splits_backward(plan.schedule)) {
         const Recompute r = plan.layer.recompute;
         plain_ = r == Recompute::None || r == Recompute::Selective ? plan.layer : plan.layer.with_policy(Recompute::None);
         checkpointed_ = plan.layer.with_policy(Recompute::Full);
         after_recompute_ = checkpointed_;
         after_recompute_.recompute = Recompute::None;  // frees what the forward and R allocated
+        for (LayerContext* c : {&plain_, &checkpointed_, &after_recompute_}) c->defer_weight_grad = split_;
+        // The dense layers of a mixture-of-experts model: the same three contexts with the dense MLP.
+        const LayerContext* mine[] = {&plain_, &checkpointed_, &after_recompute_};
+        for (std::size_t i = 0; i < 3 && plan.layer.dims.moe; ++i) {
+            dense_[i] = *mine[i];
+            dense_[i].dims = plan.dense_layer.dims;
+            dense_[i].gemms = plan.dense_layer.gemms;
+            dense_[i].memory = layer_memory(dense_[i].dims, mine[i] == &plain_ ? plain_.recompute : Recompute::Full);
+        }
         e_.set_tags(plan.tags);
     }
 
@@ -39,12 +49,15 @@ public:
                 case Pass::ForwardCkpt: forward(s); break;
                 case Pass::Recompute: recompute(s); break;
                 case Pass::Backward: backward(s); break;
+                case Pass::WeightGrad: weight_grad(s); break;
             }
         }
         e_.set_context(OpTag{});
         const std::uint32_t synced = sync_partial_gradients();
-        if (!plan_.dp_overlap && !fully_sharded())
+        if (!plan_.dp_overlap && !fully_sharded()) {
             reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
+            reduce_expert_gradients(total_expert_params(), synced == kNoOp ? e_.last_compute() : synced);
+        }
         // After the data stream's reductions, before the step; under ZeRO-3 each copy of the
         // embedding holds the same shard, so the shard is what the two stages sum.
         const double tied = plan_.tied_embedding_params / (fully_sharded() ? l_.shard_size() : 1);
@@ -56,6 +69,19 @@ public:
 
 private:
     bool data_parallel() const { return l_.data > 1; }
+    // Whether global layer `g` is one of a mixture-of-experts model's leading dense layers.
+    bool dense_layer(int g) const { return plan_.layer.dims.moe && g < plan_.dense_layers; }
+    // The context of global layer `g` among the builder's three (plain_, checkpointed_,
+    // after_recompute_): itself, or its dense twin for a dense layer of an expert model.
+    const LayerContext& of_layer(const LayerContext& c, int g) const {
+        if (!dense_layer(g)) return c;
+        if (&c == &plain_) return dense_[0];
+        return &c == &checkpointed_ ? dense_[1] : dense_[2];
+    }
+    double dense_params(int g) const { return dense_layer(g) ? plan_.dense_layer_params : plan_.layer_params; }
+    double expert_params(int g) const { return plan_.layer.dims.moe && !dense_layer(g) ? plan_.expert_params : 0.0; }
+    // Global index of the i-th layer of a chunk.
+    int global_layer(int chunk, int i) const { return l_.first_layer_of(plan_.stage, chunk) + i; }
     // ZeRO-3 over more than one rank: weights gathered per unit, gradients reduce-scattered per unit.
     bool fully_sharded() const { return cuboid::fully_sharded(plan_.zero_stage, l_); }
     // Ranks the optimizer state (ZeRO >= 1) is sharded over.
@@ -74,7 +100,7 @@ private:
     double unit_params(int unit) const {
         if (unit == OpTag::kEmbeddingUnit) return plan_.embedding_params;
         if (unit == OpTag::kHeadUnit) return plan_.head_params;
-        return plan_.layer_params;
+        return dense_params(unit);
     }
 
     // ZeRO-3's parameter all-gathers over one pass of a chunk, one unit ahead: the gather of unit
@@ -146,7 +172,9 @@ private:
     }
 
     sim::Op p2p(OpKind kind, std::uint32_t label, std::uint16_t slot) const {
-        const sim::StreamId stream = kind == OpKind::Send ? sim::stream::kPipelineSend : sim::stream::kPipelineRecv;
+        // ZB-V's sends back up the stages on a stream of their own (group_slots.hpp).
+        const sim::StreamId send = slot::way_back(slot) ? sim::stream::kPipelineSendBack : sim::stream::kPipelineSend;
+        const sim::StreamId stream = kind == OpKind::Send ? send : sim::stream::kPipelineRecv;
         return comm_op(kind, label, plan_.message_bytes, stream, slot, OpCategory::PipelineComm);
     }
 
@@ -176,13 +204,14 @@ private:
         for (int c = 0; c < chunk; ++c) j += l_.layers_of(plan_.stage, c);
         return j;
     }
-    enum class LayerPass : std::uint8_t { Forward, Recompute, Backward };
+    enum class LayerPass : std::uint8_t { Forward, Recompute, Backward, WeightGrad };
 
     void emit_layer_directly(LayerPass pass, const LayerContext& c) {
         switch (pass) {
             case LayerPass::Forward: return emit_layer_forward(e_, c);
             case LayerPass::Recompute: return emit_layer_recompute(e_, c);
             case LayerPass::Backward: return emit_layer_backward(e_, c);
+            case LayerPass::WeightGrad: return emit_layer_weight_grad(e_, c);
         }
     }
 
@@ -215,12 +244,32 @@ private:
                (micro == 1 || micro == 2);
     }
 
+    // Where a chunk's input comes from and its output goes (gradients flow the other way): the
+    // previous or the next stage, or no stage: the model's ends, and ZB-V's turn on the last stage,
+    // where chunk 0's output is chunk 1's input on the same rank.
+    enum class Peer : std::uint8_t { None, Prev, Next };
+    Peer input_from(int chunk) const {
+        if (l_.holds_embedding(plan_.stage, chunk)) return Peer::None;
+        if (!l_.v_shape || chunk == 0) return Peer::Prev;
+        return plan_.stage == l_.pipeline - 1 ? Peer::None : Peer::Next;
+    }
+    Peer output_to(int chunk) const {
+        if (l_.holds_head(plan_.stage, chunk)) return Peer::None;
+        if (!l_.v_shape) return Peer::Next;
+        if (chunk == 1) return Peer::Prev;
+        return plan_.stage == l_.pipeline - 1 ? Peer::None : Peer::Next;
+    }
+    static std::uint16_t act_from_slot(Peer p) { return p == Peer::Prev ? slot::kActFromPrev : slot::kActFromNext; }
+    static std::uint16_t act_to_slot(Peer p) { return p == Peer::Next ? slot::kActToNext : slot::kActToPrev; }
+    static std::uint16_t grad_from_slot(Peer p) { return p == Peer::Next ? slot::kGradFromNext : slot::kGradFromPrev; }
+    static std::uint16_t grad_to_slot(Peer p) { return p == Peer::Prev ? slot::kGradToPrev : slot::kGradToNext; }
+
     void forward(const PipelineStep& st) {
         const int n = l_.layers_of(plan_.stage, st.chunk), base = first_layer(st.chunk);
         const bool first = l_.holds_embedding(plan_.stage, st.chunk), last = l_.holds_head(plan_.stage, st.chunk);
         const bool fc = st.pass == Pass::ForwardCkpt;
         pre_checkpointed_[static_cast<std::size_t>(st.micro)] = fc ? 1 : 0;
-        if (!first) receive(labels_.recv_act, slot::kActFromPrev);
+        if (const Peer from = input_from(st.chunk); from != Peer::None) receive(labels_.recv_act, act_from_slot(from));
         UnitGathers gathers(*this, st, labels_.fsdp_gather_f, forward_units(st.chunk));
         if (first) {
             gathers.before(OpTag::kEmbeddingUnit);
@@ -229,18 +278,21 @@ private:
         for (int i = 0; i < n; ++i) {
             gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
             at_layer(st, base + i);
-            emit_layer(LayerPass::Forward, fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i));
+            emit_layer(LayerPass::Forward,
+                       of_layer(fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i), global_layer(st.chunk, i)));
         }
         at_layer(st, -1);
         if (last) {
             gathers.before(OpTag::kHeadUnit);
             return emit_head_forward(e_, plan_.layer);
         }
+        const Peer to = output_to(st.chunk);
+        if (to == Peer::None) return;
         if (defers_send(st.micro)) {
             deferred_tags_.push_back(e_.context());
             return deferred_sends_.push_back(e_.last_compute());
         }
-        e_.comm(p2p(OpKind::Send, labels_.send_act, slot::kActToNext), e_.last_compute());
+        e_.comm(p2p(OpKind::Send, labels_.send_act, act_to_slot(to)), e_.last_compute());
     }
 
     // R: re-run the pre-checkpointed layers, then wait for the gradient (Merak's R embeds rG).
@@ -254,7 +306,7 @@ private:
             if (!pre_checkpointed(base + i)) continue;
             gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
             at_layer(st, base + i);
-            emit_layer(LayerPass::Recompute, checkpointed_);
+            emit_layer(LayerPass::Recompute, of_layer(checkpointed_, global_layer(st.chunk, i)));
         }
         at_layer(st, -1);
         const std::uint32_t grad = receive(labels_.recv_grad, slot::kGradFromNext);
@@ -271,54 +323,126 @@ private:
         return pre_checkpointed(j) ? after_recompute_ : plain_;
     }
 
+    // The gradients of a chunk's units as its backward (or, when the backward is split, its W
+    // pass) completes them, in the order given: on the chunk's last micro-batch the overlapped,
+    // bucketed data-parallel reduction (Megatron's), and under ZeRO-3 each unit's reduce-scatter.
+    class GradientFlow {
+    public:
+        GradientFlow(StageBuilder& b, const PipelineStep& st)
+            : b_(b), st_(st), final_pass_(++b.backwards_done_[static_cast<std::size_t>(st.chunk)] == b.l_.micro_batches),
+              bucketed_(final_pass_ && b.plan_.dp_overlap && b.data_parallel() && !b.fully_sharded()),
+              experts_bucketed_(final_pass_ && b.plan_.dp_overlap && b.expert_data_parallel()) {}
+        // `experts`: the unit's routed-expert parameters, bucketed apart (Megatron-Core's DDP keeps
+        // the expert-parallel parameters in buffers of their own, reduced over the expert-data group).
+        void done(int unit, double params, double experts = 0.0) {
+            bucket_ += params;
+            if (bucketed_ && bucket_ >= b_.plan_.bucket_params) {
+                b_.reduce_gradients(bucket_, b_.e_.last_compute());
+                bucket_ = 0.0;
+            }
+            expert_bucket_ += experts;
+            if (experts_bucketed_ && expert_bucket_ >= b_.plan_.bucket_params) {
+                b_.reduce_expert_gradients(expert_bucket_, b_.e_.last_compute());
+                expert_bucket_ = 0.0;
+            }
+            b_.reduce_unit(st_, unit, params, final_pass_);
+        }
+        void finish() {
+            if (bucketed_ && bucket_ > 0.0) b_.reduce_gradients(bucket_, b_.e_.last_compute());
+            if (experts_bucketed_ && expert_bucket_ > 0.0) b_.reduce_expert_gradients(expert_bucket_, b_.e_.last_compute());
+        }
+
+    private:
+        StageBuilder& b_;
+        const PipelineStep& st_;
+        bool final_pass_, bucketed_, experts_bucketed_;
+        double bucket_ = 0.0, expert_bucket_ = 0.0;
+    };
+
     void backward(const PipelineStep& st) {
         const int chunk = st.chunk, n = l_.layers_of(plan_.stage, chunk), base = first_layer(chunk);
         const bool first = l_.holds_embedding(plan_.stage, chunk), last = l_.holds_head(plan_.stage, chunk);
-        const bool final_pass = ++backwards_done_[static_cast<std::size_t>(chunk)] == l_.micro_batches;
-        const bool bucketed = final_pass && plan_.dp_overlap && data_parallel() && !fully_sharded();
-        double bucket = 0.0;
-        const auto add = [&](double params) {
-            bucket += params;
-            if (bucketed && bucket >= plan_.bucket_params) {
-                reduce_gradients(bucket, e_.last_compute());
-                bucket = 0.0;
-            }
+        std::optional<GradientFlow> grads;  // split: the W pass completes the gradients
+        if (!split_) grads.emplace(*this, st);
+        const auto done = [&](int unit, double params, double experts = 0.0) {
+            if (grads) grads->done(unit, params, experts);
         };
-        if (!last && !grad_received_[static_cast<std::size_t>(st.micro)]) receive(labels_.recv_grad, slot::kGradFromNext);
+        const Peer to = output_to(chunk), from = input_from(chunk);
+        if (to != Peer::None && !grad_received_[static_cast<std::size_t>(st.micro)])
+            receive(labels_.recv_grad, grad_from_slot(to));
         std::vector<int> units = forward_units(chunk);
         std::reverse(units.begin(), units.end());
         UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
         if (last) {
             gathers.before(OpTag::kHeadUnit);
             emit_head_backward(e_, plan_.layer);
-            add(plan_.head_params);
-            reduce_unit(st, OpTag::kHeadUnit, plan_.head_params, final_pass);
+            done(OpTag::kHeadUnit, plan_.head_params);
         }
         for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
             const int unit = l_.first_layer_of(plan_.stage, chunk) + i;
             gathers.before(unit);
             at_layer(st, base + i);
-            emit_layer(LayerPass::Backward, backward_context(st.micro, base + i));
-            add(plan_.layer_params);
-            reduce_unit(st, unit, plan_.layer_params, final_pass);
+            emit_layer(LayerPass::Backward, of_layer(backward_context(st.micro, base + i), unit));
+            done(unit, dense_params(unit), expert_params(unit));
         }
         at_layer(st, -1);
         if (first) {
             gathers.before(OpTag::kEmbeddingUnit);
             emit_embedding_backward(e_, plan_.layer);
-            add(plan_.embedding_params);
-            reduce_unit(st, OpTag::kEmbeddingUnit, plan_.embedding_params, final_pass);
-        } else {
-            e_.comm(p2p(OpKind::Send, labels_.send_grad, slot::kGradToPrev), e_.last_compute());
+            done(OpTag::kEmbeddingUnit, plan_.embedding_params);
+        } else if (from != Peer::None) {
+            e_.comm(p2p(OpKind::Send, labels_.send_grad, grad_to_slot(from)), e_.last_compute());
         }
-        if (bucketed && bucket > 0.0) reduce_gradients(bucket, e_.last_compute());
+        if (grads) grads->finish();
+    }
+
+    // W: the weight gradients a split backward left, layer by layer in the backward's order. The
+    // head and the embedding finished theirs in B; their gradients join the reduction here, in the
+    // backward's unit order. W needs no weights, so ZeRO-3 gathers nothing for it.
+    void weight_grad(const PipelineStep& st) {
+        const int chunk = st.chunk, n = l_.layers_of(plan_.stage, chunk), base = first_layer(chunk);
+        GradientFlow grads(*this, st);
+        if (l_.holds_head(plan_.stage, chunk)) grads.done(OpTag::kHeadUnit, plan_.head_params);
+        for (int i = n - 1; i >= 0; --i) {
+            at_layer(st, base + i);
+            const int unit = global_layer(chunk, i);
+            emit_layer(LayerPass::WeightGrad, of_layer(backward_context(st.micro, base + i), unit));
+            grads.done(unit, dense_params(unit), expert_params(unit));
+        }
+        at_layer(st, -1);
+        if (l_.holds_embedding(plan_.stage, chunk)) grads.done(OpTag::kEmbeddingUnit, plan_.embedding_params);
+        grads.finish();
     }
 
     double total_params() const {
         double p = l_.layers_on_stage(plan_.stage) * plan_.layer_params;
+        if (plan_.layer.dims.moe) p = 0.0;  // dense and expert layers differ: layer by layer
+        for (int c = 0; c < l_.virtual_stages && plan_.layer.dims.moe; ++c)
+            for (int i = 0; i < l_.layers_of(plan_.stage, c); ++i) p += dense_params(global_layer(c, i));
         if (plan_.stage == 0) p += plan_.embedding_params;
-        if (plan_.stage == l_.pipeline - 1) p += plan_.head_params;
+        if (plan_.stage == l_.head_stage()) p += plan_.head_params;
         return p;
+    }
+
+    // The stage's routed-expert parameters per rank.
+    double total_expert_params() const {
+        double p = 0.0;
+        for (int c = 0; c < l_.virtual_stages; ++c)
+            for (int i = 0; i < l_.layers_of(plan_.stage, c); ++i) p += expert_params(global_layer(c, i));
+        return p;
+    }
+    bool expert_data_parallel() const { return plan_.layer.dims.moe && l_.expert_data() > 1; }
+    int expert_state_shards() const { return plan_.zero_stage >= 1 ? l_.expert_data() : 1; }
+
+    // The routed experts' gradients over the expert-data group, as reduce_gradients does the rest.
+    void reduce_expert_gradients(double params, std::uint32_t after) {
+        if (!expert_data_parallel() || params <= 0.0) return;
+        const bool sharded = plan_.zero_stage >= 1;
+        const sim::Op op = comm_op(sharded ? OpKind::ReduceScatter : OpKind::AllReduce,
+                                   sharded ? labels_.edp_reduce_scatter : labels_.edp_allreduce,
+                                   params * plan_.grad_bytes_per_param, sim::stream::kDataComm, slot::kExpertData,
+                                   OpCategory::DataComm);
+        reductions_.push_back(e_.comm(op, after));
     }
 
     // All-reduce of the gradients (ZeRO 0), or reduce-scatter to the optimizer shards (ZeRO >= 1).
@@ -336,7 +460,7 @@ private:
     // (tensor_modes/partial_grads.hpp), chained after the last backward; the optimizer waits for
     // them. Returns the last one (kNoOp: none).
     std::uint32_t sync_partial_gradients() {
-        const bool head = plan_.stage == l_.pipeline - 1;
+        const bool head = plan_.stage == l_.head_stage();
         std::uint32_t after = e_.last_compute(), last = kNoOp;
         for (const PartialGradReduction& r : partial_grad_reductions(plan_.layer.dims, l_.layers_on_stage(plan_.stage), head)) {
             const sim::Op op = comm_op(OpKind::AllReduce, labels_.tp_grad_sync, r.params * plan_.grad_bytes_per_param,
@@ -354,8 +478,8 @@ private:
     // and the zeroing of the whole local gradient buffer for the next iteration. With ZeRO the
     // updated 16-bit weights are all-gathered back to every replica.
     void optimizer_step() {
-        const double params = total_params();
-        const double shard = params / state_shards();
+        const double params = total_params(), experts = total_expert_params();
+        const double shard = params / state_shards() + experts / expert_state_shards();
         const double grads = shard * plan_.grad_bytes_per_param;
         for (std::uint32_t r : reductions_) e_.wait_for(r);
         if (plan_.precision == sim::Precision::Fp16)
@@ -367,8 +491,12 @@ private:
             e_.comm(comm_op(OpKind::AllGather, labels_.dp_all_gather, params * plan_.weight_bytes_per_param,
                             sim::stream::kDataComm, slot::kData, OpCategory::DataComm),
                     opt);
+        if (plan_.zero_stage >= 1 && plan_.zero_stage < 3 && expert_data_parallel() && experts > 0.0)
+            e_.comm(comm_op(OpKind::AllGather, labels_.edp_all_gather, experts * plan_.weight_bytes_per_param,
+                            sim::stream::kDataComm, slot::kExpertData, OpCategory::DataComm),
+                    opt);
         // ZeRO-3 keeps only the gradient shard between iterations; the others the whole buffer.
-        const double zeroed = plan_.zero_stage == 3 ? shard : params;
+        const double zeroed = plan_.zero_stage == 3 ? shard : params + experts;
         e_.compute(memory_op(OpKind::Elementwise, labels_.zero_grad, zeroed * plan_.grad_bytes_per_param,
                              OpCategory::Compute));
     }
@@ -380,10 +508,12 @@ private:
     std::vector<int> backwards_done_;
     std::vector<char> pre_checkpointed_;  // per micro-batch: forwarded as Fc
     std::vector<char> grad_received_;     // per micro-batch: its R already received the gradient
+    bool split_;                          // B and W are separate passes (splits_backward)
     std::vector<std::uint32_t> deferred_sends_;  // activation sends waiting for the next R
     std::vector<OpTag> deferred_tags_;           // and the micro-batches they carry
     std::vector<std::uint32_t> reductions_;
     LayerContext plain_, checkpointed_, after_recompute_;
+    LayerContext dense_[3];  // their dense twins (mixture of experts), in that order
     // Layer passes emitted so far, by context (one of the three above), pass and start shape.
     struct RecordedLayer {
         const LayerContext* context;

@@ -31,7 +31,15 @@ struct StagePlan {
     // Data parallelism.
     bool dp_overlap = true;
     int zero_stage = 0;
-    double layer_params = 0.0;          // per rank
+    double layer_params = 0.0;          // per rank (an expert layer's: without its routed experts)
+    // Mixture of experts (layer.dims.moe): the first dense_layers global layers run `dense_layer`
+    // (the dense MLP) with dense_layer_params per rank; every other layer's routed experts hold
+    // expert_params per rank, whose gradients reduce over the expert-data group
+    // (slot::kExpertData) and whose optimizer state ZeRO shards over it.
+    int dense_layers = 0;
+    LayerContext dense_layer;
+    double dense_layer_params = 0.0;
+    double expert_params = 0.0;
     double embedding_params = 0.0;      // per rank, first chunk of stage 0
     double head_params = 0.0;           // per rank, last chunk of the last stage
     // Tied word embedding (GPT, p > 1), per rank on the first and the last stage (0 elsewhere):

@@ -62,10 +62,35 @@ double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>&
 }
 
 double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage) {
+    if (m.moe()) return stage_parameter_split(m, l, stage).total();
     double params = l.layers_on_stage(stage) * layer_parameters_per_device(m, l.tensor_mesh);
     if (stage == 0) params += embedding_parameters_per_rank(m, l.tensor);
-    if (stage == l.pipeline - 1) params += head_parameters_per_rank(m, l.tensor, l.pipeline);
+    if (stage == l.head_stage()) params += head_parameters_per_rank(m, l.tensor, l.tied_pipeline());
     return params;
+}
+
+StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int stage) {
+    StageParameters p;
+    if (!m.moe()) {
+        p.dense = stage_parameters_per_rank(m, l, stage);
+        return p;
+    }
+    for (int chunk = 0; chunk < l.virtual_stages; ++chunk) {
+        const int first = l.first_layer_of(stage, chunk);
+        for (int i = 0; i < l.layers_of(stage, chunk); ++i) {
+            const LayerParameters layer = layer_parameters(m, first + i, l.tensor, l.expert, l.expert_tensor);
+            p.dense += layer.dense;
+            p.expert += layer.expert;
+        }
+    }
+    if (stage == 0) p.dense += embedding_parameters_per_rank(m, l.tensor);
+    if (stage == l.pipeline - 1) p.dense += head_parameters_per_rank(m, l.tensor, l.pipeline);
+    return p;
+}
+
+Bytes resident_state_bytes(const StageParameters& params, const Layout& l, sim::Precision p, int zero_stage, int data) {
+    return resident_state_bytes(params.dense, p, zero_stage, data) +
+           resident_state_bytes(params.expert, p, zero_stage, l.expert_data());
 }
 
 StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data) {

@@ -38,6 +38,17 @@ double optimizer_step_bytes_per_param(sim::Precision p);
 // embedding (+ learned positions) on the first stage, the final norm and output matrix on the
 // last (for a tied GPT embedding Megatron keeps a copy there when p > 1).
 double stage_parameters_per_rank(const ModelSpec& m, const Layout& l, int stage);
+// The same split by the group that reduces their gradients (model_math.hpp LayerParameters):
+// the routed experts' (over the expert-data group, sharded by ZeRO over it) and the rest.
+struct StageParameters {
+    double dense = 0.0;
+    double expert = 0.0;
+    double total() const { return dense + expert; }
+};
+StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int stage);
+// Resident bytes of a stage's split parameters: the dense part sharded by ZeRO over `data`
+// ranks, the experts' over the layout's expert-data group.
+Bytes resident_state_bytes(const StageParameters& params, const Layout& l, sim::Precision p, int zero_stage, int data);
 // Parameters of one transformer layer on one device of the tensor mesh (Layout::tensor_mesh).
 // Every mode splits the weight matrices over all t devices. Biases and norms:
 //   two-axis mesh {dc, dr} (1d = {t, 1}; 2d = {q, q}; atp column-first): the first linears'

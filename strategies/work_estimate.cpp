@@ -38,7 +38,10 @@ WorkEstimate estimate_work(const Scenario& sc, int data, int micro_batches) {
     const double gpus = double(p.tensor) * p.pipeline * data;
     const double layers_per_rank = double(sc.model.layers) / p.pipeline;
     const double recompute = p.recompute == Recompute::None ? 1.0 : 1.5;
-    const double ops_per_layer = kOpsPerLayer * recompute * std::max(1, p.overlap_chunks);
+    // Ring context parallelism runs each attention as c steps (a kernel, an exchange, a merge)
+    // each way.
+    const double ring_steps = p.context > 1 && p.context_mode == ContextMode::Ring ? 8.0 * p.context : 0.0;
+    const double ops_per_layer = (kOpsPerLayer + ring_steps) * recompute * std::max(1, p.overlap_chunks);
     WorkEstimate w;
     w.ops_per_rank = double(micro_batches) * layers_per_rank * ops_per_layer + kOpsPerRankFixed;
     w.events = gpus * w.ops_per_rank * kEventsPerOp;

@@ -17,7 +17,8 @@ struct WorkEstimate {
     double memory_bytes = 0.0;   // program, simulator state and stage partitioner
 };
 
-// `data`, `micro_batches`: the plan's data-parallel degree and micro-batches per iteration.
+// `data`: the replicas of the weights per stage (data x context degree); `micro_batches`: the
+// micro-batches per iteration.
 WorkEstimate estimate_work(const Scenario& sc, int data, int micro_batches);
 
 // The memory limit in effect: `limits.max_memory_bytes`, or the machine's physical memory.

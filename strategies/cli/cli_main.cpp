@@ -29,15 +29,15 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--fold] [--quiet]\n"
-    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--top N] [--memory-headroom F] [--no-fold] [--quiet]\n"
+    "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--html FILE] [--top N] [--memory-headroom F] [--no-fold] [--quiet]\n"
     "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
-    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--no-fold] [--quiet]\n"
-    "       cuboid whatif STUDY.yaml [--threads N] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--quiet]\n"
+    "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--html FILE] [--no-fold] [--quiet]\n"
+    "       cuboid whatif STUDY.yaml [--threads N] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--html FILE] [--rank-by time|rented-cost|owned-cost|energy] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
     "docs/scenario.md). Exit codes: 0 ok, 1 internal error, 2 bad input, 3 plan does not fit in\n"
-    "GPU memory, 4 an output could not be written.\n";
+    "GPU memory, 4 an output could not be written, 5 a limit stopped a search before any plan fit.\n";
 
 po::options_description visible_options() {
     po::options_description o("options");
@@ -48,8 +48,10 @@ po::options_description visible_options() {
          "KEY=VALUE: override one scenario key by its dotted path (repeatable)")                    //
         ("json", po::value<std::string>(), "write the JSON result to FILE, or '-' for stdout only")  //
         ("trace", po::value<std::string>(), "write a Perfetto / chrome://tracing timeline to FILE")  //
-        ("print-schedule", "run: print each pipeline stage's compute order (F B R Fc) before the report")  //
+        ("print-schedule", "run: print each pipeline stage's compute order (F B R Fc W) before the report")  //
         ("csv", po::value<std::string>(), "sweep: write the rows as CSV to FILE, or '-' for stdout only")  //
+        ("html", po::value<std::string>(),
+         "sweep, search, whatif: write a self-contained HTML report (tables, charts) to FILE")  //
         ("threads", po::value<int>(), "sweep, search, whatif: points run at once (default: the hardware threads)")  //
         ("top", po::value<int>(), "sweep: the table shows only the N fastest points that fit; search: the N best plans (default 5)")  //
         ("max-gpus", po::value<int>(), "search: use at most N GPUs of the cluster (whole nodes)")     //
@@ -64,6 +66,8 @@ po::options_description visible_options() {
          "search, whatif: also stop once the process holds more GiB, writing what was found, marked partial")  //
         ("time-limit", po::value<double>(),
          "search, whatif: stop after S seconds, writing what was found, marked partial")  //
+        ("rank-by", po::value<std::string>(),
+         "whatif: order each model's clusters by time (default), rented-cost, owned-cost or energy")  //
         ("quiet,q", "no human-readable report (sweep, search, whatif: no table, no progress line)");
     return o;
 }
@@ -137,7 +141,7 @@ WorkLimits work_limits(const Parsed& p) {
 bool watched(const std::ostream& err) { return &err == &std::cerr && isatty(STDERR_FILENO); }
 
 int run(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"csv", "threads", "top", "max-gpus", "no-fold", "memory-headroom", "time-limit"});
+    reject_options(p, {"csv", "html", "threads", "top", "max-gpus", "no-fold", "memory-headroom", "time-limit", "rank-by"});
     RunRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
@@ -151,12 +155,13 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
 }
 
 int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "max-gpus", "fold", "time-limit"});
+    reject_options(p, {"trace", "print-schedule", "max-gpus", "fold", "time-limit", "rank-by"});
     SweepRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
     take(p, "csv", r.csv);
     take(p, "json", r.json);
+    take(p, "html", r.html);
     take(p, "threads", r.threads);
     take(p, "top", r.top);
     r.quiet = p.vm.count("quiet") > 0;
@@ -168,12 +173,13 @@ int sweep(const Parsed& p, std::ostream& out, std::ostream& err) {
 }
 
 int search(const Parsed& p, std::ostream& out, std::ostream& err) {
-    reject_options(p, {"trace", "print-schedule", "fold"});
+    reject_options(p, {"trace", "print-schedule", "fold", "rank-by"});
     SearchRequest r;
     r.scenario_path = one_operand(p, "scenario file");
     take(p, "set", r.sets);
     take(p, "csv", r.csv);
     take(p, "json", r.json);
+    take(p, "html", r.html);
     take(p, "threads", r.threads);
     take(p, "top", r.top);
     take(p, "max-gpus", r.max_gpus);
@@ -195,7 +201,9 @@ int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
     r.progress = watched(err);
     take(p, "csv", r.csv);
     take(p, "json", r.json);
+    take(p, "html", r.html);
     take(p, "threads", r.threads);
+    take(p, "rank-by", r.rank_by);
     r.quiet = p.vm.count("quiet") > 0;
     return whatif_command(r, out, err);
 }

@@ -1,5 +1,7 @@
 #include "strategies/cli/cost_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace cuboid::cli {
@@ -74,6 +76,35 @@ nlohmann::ordered_json cost_json(const TrainingCost& c) {
             {"owned_energy_kwh", optional_number(c.owned_energy_kwh)},
             {"owned_energy_usd", optional_number(c.owned_energy_usd)},
             {"inputs", inputs}};
+}
+
+std::vector<std::string> cost_csv_columns(const std::string& prefix) {
+    std::vector<std::string> columns;
+    for (const char* cost : {"rented_usd", "owned_usd", "owned_capex_usd", "owned_energy_kwh", "owned_energy_usd"})
+        columns.push_back(fmt::format("{}.{}", prefix, cost));
+    TrainingCost none;
+    std::vector<std::optional<hw::SourcedFigure>> always;
+    for (const InputRow& row : input_rows(none, always))
+        for (const char* part : {"value", "source"})
+            columns.push_back(fmt::format("{}.inputs.{}.{}", prefix, row.json_name, part));
+    return columns;
+}
+
+std::string missing_input_cell(const nlohmann::ordered_json& row, const std::string& dotted_column) {
+    const std::string suffix = ".source";
+    const auto inputs = dotted_column.rfind(".inputs.");
+    if (inputs == std::string::npos || !dotted_column.ends_with(suffix)) return "";
+    std::string pointer(dotted_column.begin(), dotted_column.end() - static_cast<std::ptrdiff_t>(suffix.size()));
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    pointer.insert(pointer.begin(), '/');
+    const nlohmann::ordered_json::json_pointer input(pointer);
+    if (!row.contains(input) || !row.at(input).is_null()) return "";
+    const std::string name = dotted_column.substr(inputs + 8, dotted_column.size() - suffix.size() - inputs - 8);
+    TrainingCost none;
+    std::vector<std::optional<hw::SourcedFigure>> always;
+    for (const InputRow& r : input_rows(none, always))
+        if (name == r.json_name) return fmt::format("no {} in the catalog for this GPU; set {}", r.label, r.key);
+    return "";
 }
 
 }  // namespace cuboid::cli

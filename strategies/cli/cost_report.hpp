@@ -20,4 +20,13 @@ std::vector<std::string> cost_lines(const TrainingCost& c, const std::string& gp
 //  "inputs": {name: {"value", "source"} or null}}; a cost not known is null.
 nlohmann::ordered_json cost_json(const TrainingCost& c);
 
+// The CSV columns of a cost_json object under `prefix` ("training_cost"), dotted: the costs, then
+// each input's value and source ("training_cost.inputs.pue.source").
+std::vector<std::string> cost_csv_columns(const std::string& prefix);
+
+// The cell of an input's source column (a column of cost_csv_columns ending in ".source") in a row
+// holding the cost object, when the input has no figure: says so and names the key that supplies
+// it, instead of an empty cell. Empty for any other column or a figure that exists.
+std::string missing_input_cell(const nlohmann::ordered_json& row, const std::string& dotted_column);
+
 }  // namespace cuboid::cli

@@ -33,6 +33,8 @@ std::vector<std::string> schedule_words() { return words_of(schedule_names()); }
 std::vector<std::string> recompute_words() { return words_of(recompute_names()); }
 std::vector<std::string> tensor_mode_words() { return words_of(tensor_mode_names()); }
 std::vector<std::string> precision_words() { return words_of(precision_names()); }
+std::vector<std::string> context_mode_words() { return words_of(context_mode_names()); }
+std::vector<std::string> fp8_recipe_words() { return words_of(fp8_recipe_names()); }
 
 std::vector<std::string> intra_node_words() {
     using hw::IntraNodeKind;

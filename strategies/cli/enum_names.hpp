@@ -31,6 +31,8 @@ std::vector<std::string> schedule_words();
 std::vector<std::string> recompute_words();
 std::vector<std::string> tensor_mode_words();
 std::vector<std::string> precision_words();
+std::vector<std::string> context_mode_words();
+std::vector<std::string> fp8_recipe_words();
 std::vector<std::string> intra_node_words();
 std::vector<std::string> inter_node_words();
 std::vector<std::string> topology_words();

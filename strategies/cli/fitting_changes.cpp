@@ -50,9 +50,9 @@ std::vector<Sets> zero_steps(const Scenario& s) {
 std::vector<Sets> pipeline_steps(const Scenario& s) {
     std::vector<Sets> steps;
     const std::int64_t gpus = s.cluster.gpus();
-    const int t = std::max(s.parallel.tensor, 1);
+    const int t = std::max(s.parallel.tensor, 1), c = std::max(s.parallel.context, 1);
     for (int p = s.parallel.pipeline + 1; p <= s.model.layers; ++p) {
-        const std::int64_t replica = std::int64_t{t} * p;
+        const std::int64_t replica = std::int64_t{t} * c * p;
         if (gpus % replica != 0) continue;
         Sets sets{fmt::format("parallel.pipeline={}", p)};
         if (s.parallel.data > 0) sets.push_back(fmt::format("parallel.data={}", gpus / replica));
@@ -74,15 +74,27 @@ std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
     return {};
 }
 
-// The changed plan's run when it fits: validated, its memory walked, then simulated. Nothing
-// when it is invalid or does not fit.
-std::optional<RunResult> run_if_fits(const Scenario& s, const Sets& sets, const FitContext& c) {
+// The changed plan when it is valid and its memory walk fits; nothing otherwise.
+std::optional<Scenario> memory_fits(const Scenario& s, const Sets& sets, const FitContext& c) {
     try {
         Scenario changed = s;
         apply_overrides(changed, sets, *c.names);
         const Layout layout = validate_plan(changed, *c.builtin);
         const Bytes usable = usable_memory(c.hardware->gpu(), c.memory_headroom);
         if (!check_memory(changed, layout, usable).fits) return std::nullopt;
+        return changed;
+    } catch (const InputError&) {
+        return std::nullopt;  // a change the plan validation (or the key's own check) rejects
+    }
+}
+
+// The changed plan's run when it fits: validated, its memory walked, then simulated. Nothing
+// when it is invalid or does not fit.
+std::optional<RunResult> run_if_fits(const Scenario& s, const Sets& sets, const FitContext& c) {
+    const std::optional<Scenario> fitting = memory_fits(s, sets, c);
+    if (!fitting) return std::nullopt;
+    try {
+        const Scenario& changed = *fitting;
         RunOptions options;
         options.hardware = c.hardware;
         options.builtin_catalog = c.builtin;
@@ -109,17 +121,58 @@ std::string change_kind_name(ChangeKind k) {
     return "unknown";
 }
 
+std::string change_kinds_name(const std::vector<ChangeKind>& kinds) {
+    std::string out;
+    for (const ChangeKind k : kinds) {
+        if (!out.empty()) out += '+';
+        out += change_kind_name(k);
+    }
+    return out;
+}
+
+namespace {
+
+constexpr ChangeKind kKinds[] = {ChangeKind::SequenceParallel, ChangeKind::Recompute, ChangeKind::MicroBatch,
+                                 ChangeKind::ZeroStage, ChangeKind::Pipeline};
+
+// Per pair of kinds, the least combination that fits: the steps i of `a` and j of `b` with the
+// smallest i + j (then the smaller i) whose memory walk fits, kept when its simulation confirms.
+std::vector<FittingChange> pairs_that_fit(const Scenario& s, const FitContext& context) {
+    std::vector<FittingChange> out;
+    for (std::size_t x = 0; x < std::size(kKinds); ++x)
+        for (std::size_t y = x + 1; y < std::size(kKinds); ++y) {
+            std::vector<Sets> a = steps_of(kKinds[x], s), b = steps_of(kKinds[y], s);
+            a.resize(std::min(a.size(), kPairSteps));
+            b.resize(std::min(b.size(), kPairSteps));
+            bool found = false;
+            for (std::size_t sum = 0; !found && sum + 2 <= a.size() + b.size(); ++sum)
+                for (std::size_t i = 0; !found && i <= sum && i < a.size(); ++i) {
+                    const std::size_t j = sum - i;
+                    if (j >= b.size()) continue;
+                    Sets both = a[i];
+                    both.insert(both.end(), b[j].begin(), b[j].end());
+                    if (!memory_fits(s, both, context)) continue;
+                    found = true;  // the least combination of the pair: simulated, kept if it confirms
+                    if (const std::optional<RunResult> r = run_if_fits(s, both, context))
+                        out.push_back({{kKinds[x], kKinds[y]}, both, r->peak_memory_bytes, r->iteration_time_s});
+                }
+        }
+    return out;
+}
+
+}  // namespace
+
 std::vector<FittingChange> fitting_changes(const Scenario& s, const FitContext& context) {
     std::vector<FittingChange> out;
-    for (const ChangeKind kind : {ChangeKind::SequenceParallel, ChangeKind::Recompute, ChangeKind::MicroBatch,
-                                  ChangeKind::ZeroStage, ChangeKind::Pipeline}) {
+    for (const ChangeKind kind : kKinds) {
         for (const Sets& sets : steps_of(kind, s)) {
             const std::optional<RunResult> r = run_if_fits(s, sets, context);
             if (!r) continue;
-            out.push_back({kind, sets, r->peak_memory_bytes, r->iteration_time_s});
+            out.push_back({{kind}, sets, r->peak_memory_bytes, r->iteration_time_s});
             break;
         }
     }
+    if (out.empty()) out = pairs_that_fit(s, context);
     std::stable_sort(out.begin(), out.end(), [](const FittingChange& a, const FittingChange& b) {
         return a.iteration_time_s < b.iteration_time_s;
     });

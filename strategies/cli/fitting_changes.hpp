@@ -10,6 +10,10 @@
 // A change is kept only when the plan validation accepts the changed plan, its program's memory
 // walk (check_memory) fits, and its simulation (run_scenario) confirms the fit; it is shown
 // with the simulated iteration time, fastest first.
+//
+// When no single change fits, pairs of changes of two kinds are tried: per pair of kinds, the
+// combination of the least of each (the first kPairSteps steps of each kind, the smallest sum of
+// steps first) whose memory walk fits, confirmed by its simulation.
 #pragma once
 
 #include <memory>
@@ -27,9 +31,14 @@ enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipe
 
 // "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline"
 std::string change_kind_name(ChangeKind k);
+// The kinds' names joined by "+" ("recompute+zero_stage").
+std::string change_kinds_name(const std::vector<ChangeKind>& kinds);
+
+// Steps of each kind a pair of changes tries (the least of each kind first).
+inline constexpr std::size_t kPairSteps = 4;
 
 struct FittingChange {
-    ChangeKind kind = ChangeKind::Recompute;
+    std::vector<ChangeKind> kinds;  // one kind, or two when no single change fits
     std::vector<std::string> sets;  // KEY=VALUE, as `--set` takes them
     double peak_memory_bytes = 0.0; // the changed plan's simulated peak
     double iteration_time_s = 0.0;  // the changed plan's simulated iteration

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,8 +70,10 @@ public:
         throw InputError({file_, 0, field.empty() ? std::string() : "/" + std::string(field)}, message);
     }
 
-    // The value of `field`, or null when absent or written as null.
+    // The value of `field`, or null when absent or written as null. Every field asked for counts
+    // as consulted (unread() leaves it out).
     const json* get(std::string_view field) const {
+        consulted_.insert(std::string(field));
         const auto it = root_.find(std::string(field));
         return it == root_.end() || it->is_null() ? nullptr : &*it;
     }
@@ -112,9 +115,18 @@ public:
         return v->get<std::string>();
     }
 
+    // The config's fields that no question asked about, in the file's (sorted) order.
+    std::vector<std::string> unread() const {
+        std::vector<std::string> out;
+        for (const auto& item : root_.items())
+            if (!consulted_.count(item.key())) out.push_back(item.key());
+        return out;
+    }
+
 private:
     const json& root_;
     std::string file_;
+    mutable std::set<std::string> consulted_;
 };
 
 json parse_json(std::string_view text, const std::string& file) {
@@ -139,29 +151,116 @@ std::string json_kind(const json& v) {
     return "null";
 }
 
+// A mixture of experts: the routed experts (Mixtral's num_local_experts, Qwen's num_experts,
+// DeepSeek's n_routed_experts), top-k, the expert MLP size (moe_intermediate_size; Mixtral's
+// experts are intermediate_size wide), shared experts (DeepSeek's count, Qwen2-MoE's size) and
+// the leading dense layers (DeepSeek's first_k_dense_replace).
+template <class Read>
+void read_experts(const ConfigReader& r, ModelSpec& m, Read read) {
+    for (const std::string_view field : {"num_local_experts", "num_experts", "n_routed_experts"})
+        if (const auto n = r.optional_int(field, 0); n && *n > 1) {
+            m.experts = *n;
+            read(field, "model.experts");
+        }
+    if (!m.moe()) return;
+    if (const auto k = r.optional_int("num_experts_per_tok", 1)) {
+        m.experts_per_token = *k;
+        read("num_experts_per_tok", "model.experts_per_token");
+    }
+    if (const auto ffn = r.optional_int("moe_intermediate_size", 1)) {
+        m.expert_ffn_hidden = *ffn;
+        read("moe_intermediate_size", "model.expert_ffn_hidden");
+    }
+    if (const auto shared = r.optional_int("n_shared_experts", 0)) {
+        m.shared_experts = *shared;
+        read("n_shared_experts", "model.shared_experts");
+    } else if (const auto size = r.optional_int("shared_expert_intermediate_size", 1);
+               size && *size % m.expert_ffn_or_default() == 0) {
+        m.shared_experts = *size / m.expert_ffn_or_default();
+        read("shared_expert_intermediate_size", "model.shared_experts");
+    }
+    if (const auto dense = r.optional_int("first_k_dense_replace", 0)) {
+        m.dense_layers = *dense;
+        read("first_k_dense_replace", "model.dense_layers");
+    }
+}
+
+// A structure cuboid has no model keys for: when `trigger` says the config uses it, every field of
+// `fields` the config gives is named as not mapped.
+struct Unmodelled {
+    std::string_view what;                     // "multi-head latent attention (DeepSeek MLA)"
+    std::vector<std::string_view> triggers;    // any of them > 1 (experts) or given (ranks) means in use
+    int trigger_above;                         // the trigger's value must exceed this
+    std::vector<std::string_view> fields;      // the structure's fields, triggers first
+    std::string_view why;
+};
+
+const std::vector<Unmodelled>& unmodelled() {
+    static const std::vector<Unmodelled> all{
+        {"multi-head latent attention (DeepSeek MLA)",
+         {"kv_lora_rank", "q_lora_rank"},
+         -1,
+         {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+         "cuboid models multi-head and grouped-query attention only"},
+        {"multi-token prediction layers", {"num_nextn_predict_layers"}, 0, {"num_nextn_predict_layers"},
+         "cuboid models one next-token output"},
+    };
+    return all;
+}
+
 // Refuses what would change the FLOPs or the memory in a way cuboid does not model, naming every
-// such field at once (the first one is the error's location).
-void refuse_unmodelled(const ConfigReader& r, const ModelSpec& m) {
-    std::vector<std::pair<std::string, std::string>> refused;  // field, why
-    for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"})
-        if (const auto n = r.optional_int(experts, 0); n && *n > 1)
-            refused.emplace_back(experts, fmt::format("{} = {}: a mixture of experts; cuboid models dense MLPs only",
-                                                      experts, *n));
-    for (const std::string_view rank : {"kv_lora_rank", "q_lora_rank"})
-        if (const auto n = r.optional_int(rank, 0))
-            refused.emplace_back(rank, fmt::format("{} = {}: multi-head latent attention (DeepSeek MLA); cuboid "
-                                                   "models multi-head and grouped-query attention only",
-                                                   rank, *n));
+// such field at once as not mapped (the first one is the error's location), and what was mapped.
+void refuse_unmodelled(const ConfigReader& r, const ModelSpec& m, const ModelImport& record) {
+    std::vector<std::string> parts;
+    std::string first;
+    for (const Unmodelled& u : unmodelled()) {
+        const bool in_use = std::any_of(u.triggers.begin(), u.triggers.end(), [&](std::string_view t) {
+            const auto n = r.optional_int(t, 0);
+            return n && *n > u.trigger_above;
+        });
+        if (!in_use) continue;
+        std::vector<std::string> named;
+        for (const std::string_view field : u.fields)
+            if (const json* v = r.get(field)) {
+                named.push_back(fmt::format("{} = {}", field, shown(*v)));
+                if (first.empty()) first = field;
+            }
+        parts.push_back(fmt::format("{}: {} ({})", u.what, join(named), u.why));
+    }
+    const auto refuse = [&](std::string_view field, std::string why) {
+        parts.push_back(std::move(why));
+        if (first.empty()) first = field;
+    };
+    // Mixtures of experts are read (read_experts), except layouts cuboid's keys cannot say: sparse
+    // layers every n-th layer or on a list, shared experts not a whole number of experts.
+    if (m.moe()) {
+        if (const auto step = r.optional_int("decoder_sparse_step", 1); step && *step != 1)
+            refuse("decoder_sparse_step", fmt::format("decoder_sparse_step = {}: experts every {} layers; cuboid's "
+                                                      "expert layers follow the first model.dense_layers",
+                                                      *step, *step));
+        if (const json* only = r.get("mlp_only_layers"); only && only->is_array() && !only->empty())
+            refuse("mlp_only_layers", "mlp_only_layers not empty: dense layers between expert layers");
+        if (const auto shared = r.optional_int("shared_expert_intermediate_size", 1);
+            shared && *shared % m.expert_ffn_or_default() != 0)
+            refuse("shared_expert_intermediate_size",
+                   fmt::format("shared_expert_intermediate_size = {}: not a multiple of the expert MLP size {} "
+                               "(model.shared_experts counts whole experts)",
+                               *shared, m.expert_ffn_or_default()));
+    }
     if (const auto head_dim = r.optional_int("head_dim", 1);
-        head_dim && static_cast<long long>(*head_dim) * m.heads != m.hidden)
-        refused.emplace_back("head_dim", fmt::format("head_dim = {}: {} heads x {} = {} differs from the hidden size "
-                                                     "{}; cuboid's attention projections are hidden x hidden",
-                                                     *head_dim, m.heads, *head_dim,
-                                                     static_cast<long long>(*head_dim) * m.heads, m.hidden));
-    if (refused.empty()) return;
+        head_dim && static_cast<long long>(*head_dim) * m.heads != m.hidden) {
+        parts.push_back(fmt::format("head_dim = {}: {} heads x {} = {} differs from the hidden size {}; cuboid's "
+                                    "attention projections are hidden x hidden",
+                                    *head_dim, m.heads, *head_dim, static_cast<long long>(*head_dim) * m.heads,
+                                    m.hidden));
+        if (first.empty()) first = "head_dim";
+    }
+    if (parts.empty()) return;
     std::string why;
-    for (const auto& [field, reason] : refused) why += (why.empty() ? "" : "; ") + reason;
-    r.fail(refused.front().first, "cannot be modelled: " + why);
+    for (const std::string& part : parts) why += (why.empty() ? "" : "; ") + part;
+    std::vector<std::string> mapped;
+    for (const auto& [field, key] : record.fields_read) mapped.push_back(field + " -> " + key);
+    r.fail(first, fmt::format("cannot be modelled, not mapped: {}; mapped: {}", why, join(mapped)));
 }
 
 // Fields cuboid reads but only approximates: named in the report, not refused.
@@ -243,8 +342,11 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file) 
     m.swiglu = f->gated;
     read("model_type", "model.swiglu");
 
-    refuse_unmodelled(r, m);
+    read_experts(r, m, read);
+    refuse_unmodelled(r, m, record);
     record.notes = approximation_notes(r, *f, m);
+    // Asked last, so that every field the checks above consulted counts as read.
+    record.fields_not_read = r.unread();
     m.imported = std::move(record);
     return m;
 }

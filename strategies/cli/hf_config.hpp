@@ -2,7 +2,9 @@
 // (docs/scenario.md, "Importing a Hugging Face config"). Dense decoder-only shapes of the Llama,
 // Mistral, Qwen2/Qwen3, DeepSeek, GPT-2 and GPT-NeoX families map onto the model keys; a field
 // that would change the FLOPs or memory in a way cuboid cannot model (mixture of experts, latent
-// attention, a head size other than hidden / heads) is refused, naming the field.
+// attention, multi-token prediction, a head size other than hidden / heads) is refused, naming every
+// such field as not mapped and the fields that were mapped. The fields no check consulted are
+// recorded as not read (ModelImport::fields_not_read).
 #pragma once
 
 #include <string>

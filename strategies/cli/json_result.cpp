@@ -50,10 +50,26 @@ nlohmann::ordered_json model_import_json(const ModelImport& m) {
             {"model_type", m.model_type},
             {"architecture", m.architecture},
             {"fields_read", fields},
+            {"fields_not_read", m.fields_not_read},
             {"notes", m.notes}};
 }
 
 }  // namespace
+
+nlohmann::ordered_json goodput_json(const Goodput& g) {
+    nlohmann::ordered_json o{{"goodput", g.goodput},
+                             {"failures_per_gpu_day", g.failures_per_gpu_day},
+                             {"storage_gb_per_s", g.storage_gb_per_s},
+                             {"checkpoint_bytes", g.checkpoint_bytes},
+                             {"checkpoint_write_s", g.checkpoint_write_s},
+                             {"restart_s", g.restart_s},
+                             {"checkpoint_interval_optimal", g.interval_optimal}};
+    // Infinite figures (nothing fails) are left out: JSON has no infinity.
+    if (std::isfinite(g.mtbf_s)) o["mtbf_s"] = g.mtbf_s;
+    if (std::isfinite(g.checkpoint_interval_s)) o["checkpoint_interval_s"] = g.checkpoint_interval_s;
+    if (g.effective_time_to_train_s) o["effective_time_to_train_s"] = *g.effective_time_to_train_s;
+    return o;
+}
 
 nlohmann::ordered_json memory_json(const RunResult& r) {
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -90,7 +106,7 @@ nlohmann::ordered_json memory_json(const RunResult& r) {
 nlohmann::ordered_json fitting_changes_json(const std::vector<FittingChange>& changes) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const FittingChange& c : changes)
-        list.push_back({{"kind", change_kind_name(c.kind)},
+        list.push_back({{"kind", change_kinds_name(c.kinds)},
                         {"set", c.sets},
                         {"peak_memory_bytes", whole_bytes(c.peak_memory_bytes)},
                         {"iteration_time_s", c.iteration_time_s},
@@ -100,17 +116,21 @@ nlohmann::ordered_json fitting_changes_json(const std::vector<FittingChange>& ch
 
 int effective_data_parallel(const Scenario& s) {
     if (s.parallel.data > 0) return s.parallel.data;
-    const int per_replica = s.parallel.tensor * s.parallel.pipeline;
+    const int per_replica = s.parallel.tensor * s.parallel.pipeline * s.parallel.context;
     return per_replica > 0 ? s.cluster.gpus() / per_replica : 0;
 }
 
 std::string fingerprint_text(std::uint64_t fingerprint) { return fmt::format("0x{:016x}", fingerprint); }
 
-nlohmann::ordered_json plan_json(const Scenario& s) {
+namespace {
+
+nlohmann::ordered_json plan_fields(const Scenario& s) {
     const ParallelPlan& p = s.parallel;
     return {{"tensor", p.tensor},
             {"pipeline", p.pipeline},
             {"data", effective_data_parallel(s)},
+            {"context", p.context},
+            {"context_mode", to_string(p.context_mode)},
             {"virtual_stages", p.virtual_stages},
             {"schedule", to_string(p.schedule)},
             {"recompute", to_string(p.recompute)},
@@ -118,7 +138,7 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"sequence_parallel", p.sequence_parallel},
             {"overlap_chunks", p.overlap_chunks},
             {"zero_stage", p.zero_stage},
-            {"shard_group", p.shard_group > 0 ? p.shard_group : effective_data_parallel(s)},
+            {"shard_group", p.shard_group > 0 ? p.shard_group : effective_data_parallel(s) * p.context},
             {"dp_overlap", p.dp_overlap},
             {"tp_backward_overlap", p.tp_backward_overlap},
             {"global_batch", s.training.global_batch},
@@ -127,7 +147,22 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
             {"framework", framework_name(s.stack.framework)},
             {"attention", attention_kernel_name(s.model.attention)},
             {"attention_dropout", s.model.attention_dropout},
-            {"transformer_engine", s.model.transformer_engine}};
+            {"transformer_engine", s.model.transformer_engine},
+            {"fp8_recipe", fp8_recipe_name(s.model.fp8_recipe)}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_json(const Scenario& s) {
+    const ParallelPlan& p = s.parallel;
+    nlohmann::ordered_json plan = plan_fields(s);
+    if (s.model.moe()) {  // only for mixture-of-experts models: dense plans keep their fields
+        const int ranks = p.tensor * p.context * effective_data_parallel(s);
+        plan["expert"] = p.expert;
+        plan["expert_tensor"] = p.expert_tensor;
+        plan["expert_data"] = ranks / std::max(1, p.expert * p.expert_tensor);
+    }
+    return plan;
 }
 
 nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
@@ -170,21 +205,8 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
     if (r.cost_usd) j["cost_usd"] = *r.cost_usd;
     if (r.energy_kwh) j["energy_kwh"] = *r.energy_kwh;
     if (r.training_cost) j["training_cost"] = cost_json(*r.training_cost);
-    if (r.goodput) {
-        const Goodput& g = *r.goodput;
-        nlohmann::ordered_json o{{"goodput", g.goodput},
-                                 {"failures_per_gpu_day", g.failures_per_gpu_day},
-                                 {"storage_gb_per_s", g.storage_gb_per_s},
-                                 {"checkpoint_bytes", g.checkpoint_bytes},
-                                 {"checkpoint_write_s", g.checkpoint_write_s},
-                                 {"restart_s", g.restart_s},
-                                 {"checkpoint_interval_optimal", g.interval_optimal}};
-        // Infinite figures (nothing fails) are left out: JSON has no infinity.
-        if (std::isfinite(g.mtbf_s)) o["mtbf_s"] = g.mtbf_s;
-        if (std::isfinite(g.checkpoint_interval_s)) o["checkpoint_interval_s"] = g.checkpoint_interval_s;
-        if (g.effective_time_to_train_s) o["effective_time_to_train_s"] = *g.effective_time_to_train_s;
-        j["goodput"] = o;
-    }
+    if (r.training_cost_with_failures) j["training_cost_with_failures"] = cost_json(*r.training_cost_with_failures);
+    if (r.goodput) j["goodput"] = goodput_json(*r.goodput);
     return j;
 }
 

@@ -17,6 +17,10 @@ int effective_data_parallel(const Scenario& s);
 nlohmann::ordered_json plan_json(const Scenario& s);
 nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r);
 
+// The `goodput` object of the result: the failure model's inputs and figures (strategies/goodput.hpp);
+// figures that are infinite (nothing fails) are left out.
+nlohmann::ordered_json goodput_json(const Goodput& g);
+
 // The `memory` object of the result: per pipeline stage the peak in its parts (weights, gradients,
 // optimizer state, pipeline buffers, activations; whole bytes that sum exactly to the stage's
 // peak) and which stage peaks.

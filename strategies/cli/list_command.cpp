@@ -62,7 +62,7 @@ void print_keys(std::ostream& out) {
 
 std::vector<std::string> list_topics() {
     return {"gpus", "nodes", "networks", "topologies", "models", "schedules",
-            "recompute", "tensor-modes", "precisions", "keys"};
+            "recompute", "tensor-modes", "context-modes", "precisions", "keys"};
 }
 
 void list_command(const std::string& topic, std::ostream& out) {
@@ -74,6 +74,7 @@ void list_command(const std::string& topic, std::ostream& out) {
     if (topic == "schedules") return print_named(out, schedule_names());
     if (topic == "recompute") return print_named(out, recompute_names());
     if (topic == "tensor-modes") return print_named(out, tensor_mode_names());
+    if (topic == "context-modes") return print_named(out, context_mode_names());
     if (topic == "precisions") return print_named(out, precision_names());
     if (topic == "keys") return print_keys(out);
     throw InputError({"", 0, "list"}, unknown_name_message("list", topic, list_topics()));

@@ -29,6 +29,9 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitOutOfMemory = 3;
 inline constexpr int kExitOutputFailed = 4;  // an output could not be written (sim::OutputError)
+// A limit (--time-limit, --max-memory) stopped a search before any plan fit: the outputs are
+// written, marked partial, but whether the space holds a valid plan that fits is unknown.
+inline constexpr int kExitStoppedWithoutResult = 5;
 
 // The scenario of a request: file, overrides, completeness check. `overridden` receives the keys
 // given with --set (errors about them point at --set, not at the file).

@@ -59,6 +59,12 @@ void set_attention(Scenario& s, V v, W w, C) {
     apply_framework(s);
 }
 
+void set_attention_kind(Scenario& s, V v, W w, C) {
+    if (v == "mha") s.model.attention_kind = AttentionKind::Mha;
+    else if (v == "mla") s.model.attention_kind = AttentionKind::Mla;
+    else throw InputError(w, fmt::format("unknown attention kind '{}'; allowed: mha, mla", v));
+}
+
 void set_attention_mask(Scenario& s, V v, W w, C) {
     if (v == "causal") s.model.causal = true;
     else if (v == "full") s.model.causal = false;
@@ -192,6 +198,27 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"model.attention_mask", "name", "", "causal", "causal | full",
      "causal: each token attends to the ones before it (a fused kernel skips the masked blocks); full: to all",
      set_attention_mask},
+    {"model.attention_kind", "name", "", "mha", "mha | mla",
+     "how attention projects Q, K and V: mha (multi-head; grouped-query with model.kv_heads < heads); mla "
+     "(DeepSeek's multi-head latent attention) is not modelled yet and is refused",
+     set_attention_kind},
+    {"model.experts", "integer", "", "0 (a dense model)", ">= 1",
+     "mixture of experts: routed experts of every layer after model.dense_layers (each an MLP of expert_ffn_hidden)",
+     [](Scenario& s, V v, W w, C) { s.model.experts = int_at_least(v, w, 1); }},
+    {"model.experts_per_token", "integer", "", "1", "1 .. experts", "experts the router picks per token (top-k)",
+     [](Scenario& s, V v, W w, C) { s.model.experts_per_token = int_at_least(v, w, 1); }},
+    {"model.expert_ffn_hidden", "integer", "", "ffn_hidden", ">= 1", "inner size of each expert's MLP",
+     [](Scenario& s, V v, W w, C) { s.model.expert_ffn_hidden = int_at_least(v, w, 1); }},
+    {"model.shared_experts", "integer", "", "0", ">= 0",
+     "experts every token passes through besides the routed ones (one MLP of shared_experts * expert_ffn_hidden)",
+     [](Scenario& s, V v, W w, C) { s.model.shared_experts = int_at_least(v, w, 0); }},
+    {"model.dense_layers", "integer", "layers", "0", "0 .. layers - 1",
+     "the leading layers that keep the dense MLP of ffn_hidden (DeepSeek-V3: 3)",
+     [](Scenario& s, V v, W w, C) { s.model.dense_layers = int_at_least(v, w, 0); }},
+    {"model.moe_load_imbalance", "number", "busiest expert's tokens / mean", "1 (balanced, as the published benchmarks force)",
+     "1 .. experts / experts_per_token",
+     "routing imbalance: every rank's expert GEMMs and all-to-alls run at the busiest expert's share",
+     [](Scenario& s, V v, W w, C) { s.model.moe_load_imbalance = number_between(v, w, 1.0, 1e6); }},
     {"cluster.gpu", "name", "", "a100-sxm-80gb", "`cuboid list gpus`", "GPU model of every node", set_gpu},
     {"cluster.nodes", "integer", "", "1", ">= 1", "nodes in the cluster",
      [](Scenario& s, V v, W w, C) { s.cluster.nodes = int_at_least(v, w, 1); }},
@@ -239,14 +266,32 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "Transformer Engine's kernels around the GEMMs: under fp8 the cast and transpose of every linear layer's "
      "input and output gradient; for rotary (swiglu) models one fused RoPE kernel on Q and K each way",
      [](Scenario& s, V v, W w, C) { s.stack.transformer_engine = parse_bool(v, w); apply_framework(s); }},
+    {"training.fp8_recipe", "name", "", "delayed", "delayed | current | mxfp8",
+     "how Transformer Engine scales the fp8 operands of the linear layers (with precision fp8 and "
+     "transformer_engine): per-tensor from the amax history, per-tensor from the tensor's own amax (one more "
+     "pass per cast), or MXFP8 blocks of 32 (Blackwell, CDNA4 GPUs)",
+     [](Scenario& s, V v, W w, C) { s.model.fp8_recipe = parse_suggesting(parse_fp8_recipe, fp8_recipe_words(), v, w); }},
     {"training.tokens", "number", "tokens", "none", "> 0, <= 1e18", "tokens to train, for time to train, cost and energy",
      [](Scenario& s, V v, W w, C) { s.training.tokens = number_above(v, w, 0.0); check_at_most(*s.training.tokens, w, L::kMaxTrainingTokens); }},
     {"parallel.tensor", "integer", "GPUs", "1", ">= 1", "tensor-parallel degree t",
      [](Scenario& s, V v, W w, C) { s.parallel.tensor = int_at_least(v, w, 1); }},
     {"parallel.pipeline", "integer", "GPUs", "1", ">= 1", "pipeline-parallel degree p (stages)",
      [](Scenario& s, V v, W w, C) { s.parallel.pipeline = int_at_least(v, w, 1); }},
-    {"parallel.data", "integer", "GPUs", "GPUs / (t * p)", ">= 1; t * p * d = GPUs", "data-parallel degree d",
+    {"parallel.data", "integer", "GPUs", "GPUs / (t * c * p)", ">= 1; t * c * p * d = GPUs", "data-parallel degree d",
      [](Scenario& s, V v, W w, C) { s.parallel.data = int_at_least(v, w, 1); }},
+    {"parallel.context", "integer", "GPUs", "1", ">= 1, 2c divides model.seq_len",
+     "context-parallel degree c: each sequence split over c GPUs (2 of its 2c chunks each, balancing causal attention)",
+     [](Scenario& s, V v, W w, C) { s.parallel.context = int_at_least(v, w, 1); }},
+    {"parallel.context_mode", "name", "", "ring", "ring | all-gather | all-to-all",
+     "how context parallelism gives attention the other ranks' keys and values (`cuboid list context-modes`)",
+     [](Scenario& s, V v, W w, C) { s.parallel.context_mode = parse_suggesting(parse_context_mode, context_mode_words(), v, w); }},
+    {"parallel.expert", "integer", "GPUs", "1", ">= 1, divides model.experts; expert * expert_tensor divides tensor * context * data",
+     "expert-parallel degree ep: each rank holds experts / ep experts; tokens reach them by all-to-all",
+     [](Scenario& s, V v, W w, C) { s.parallel.expert = int_at_least(v, w, 1); }},
+    {"parallel.expert_tensor", "integer", "GPUs", "1", ">= 1, divides model.expert_ffn_hidden",
+     "expert tensor-parallel degree: each expert split over expert_tensor ranks (the rest of t*c*d / (expert * "
+     "expert_tensor) is the expert-data group that reduces the expert gradients)",
+     [](Scenario& s, V v, W w, C) { s.parallel.expert_tensor = int_at_least(v, w, 1); }},
     {"parallel.virtual_stages", "integer", "", "1", ">= 1", "model chunks per GPU (interleaved schedule)",
      [](Scenario& s, V v, W w, C) { s.parallel.virtual_stages = int_at_least(v, w, 1); }},
     {"parallel.schedule", "name", "", "1f1b", "`cuboid list schedules`", "pipeline schedule",
@@ -276,8 +321,9 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.zero_stage", "integer", "", "from training.framework (megatron-core: 1, the distributed optimizer; megatron-2021: 0)",
      "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3)",
      [](Scenario& s, V v, W w, C) { s.stack.zero_stage = int_between(v, w, 0, 3); apply_framework(s); }},
-    {"parallel.shard_group", "integer", "GPUs", "data (full sharding)", ">= 1, divides parallel.data; zero_stage 3",
-     "ZeRO-3 hybrid sharding: data-parallel ranks one copy of the state is sharded over; copies all-reduce gradients",
+    {"parallel.shard_group", "integer", "GPUs", "data * context (full sharding)",
+     ">= 1, divides data * context, a multiple of context; zero_stage 3",
+     "ZeRO-3 hybrid sharding: data x context ranks one copy of the state is sharded over; copies all-reduce gradients",
      [](Scenario& s, V v, W w, C) { s.parallel.shard_group = int_at_least(v, w, 1); }},
     {"parallel.dp_overlap", "boolean", "", "from training.framework (megatron-core: true; megatron-2021: false)",
      "true | false", "overlap gradient reduction (and the ZeRO parameter all-gather) with compute",

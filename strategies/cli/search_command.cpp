@@ -1,5 +1,8 @@
 #include "strategies/cli/search_command.hpp"
 
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -7,13 +10,17 @@
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/html_report.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/output_target.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_config.hpp"
 #include "strategies/cli/search_output.hpp"
+#include "strategies/cli/search_share.hpp"
 #include "strategies/cli/sweep_interrupt.hpp"
+#include "strategies/cli/sweep_mpi.hpp"
+#include "strategies/cli/sweep_output.hpp"
 #include "strategies/cli/sweep_progress.hpp"
 
 namespace cuboid::cli {
@@ -30,6 +37,7 @@ void check_search_request(const SearchRequest& r) {
     check_time_limit(r.time_limit_s);
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
+    check_html_path(r.html);
 }
 
 int search_exit_code(const SearchResult& r, std::ostream& err) {
@@ -47,6 +55,14 @@ int search_exit_code(const SearchResult& r, std::ostream& err) {
         return kExitFailure;
     }
     if (best_plan(r)) return kExitOk;
+    if (!r.plans.stopped.empty() && r.counts.not_reached > 0) {
+        // Neither "none is valid" nor "none fits" is known: most of the space was not reached.
+        fmt::print(err,
+                   "cuboid: {}: the search stopped before any plan fit ({}): allow more time or memory, or "
+                   "narrow the space (search:)\n",
+                   r.plans.source_file, search_summary(r));
+        return kExitStoppedWithoutResult;
+    }
     if (r.counts.pruned_memory > 0) {
         fmt::print(err, "cuboid: {}: no plan of the search space fits in GPU memory ({})\n", r.plans.source_file,
                    search_summary(r));
@@ -57,58 +73,163 @@ int search_exit_code(const SearchResult& r, std::ostream& err) {
     return kExitBadInput;
 }
 
-}  // namespace
+// The scenario and space a search request names, with the catalog they were read with.
+struct SearchSetup {
+    std::shared_ptr<const hw::Catalog> catalog;
+    NameResolvers names;
+    Scenario base;
+    SearchSpace space;
+};
 
-int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err) {
-    check_search_request(request);
+SearchSetup setup_of(const SearchRequest& request) {
+    SearchSetup s;
     // The built-in catalog, parsed once: the name lookups and the hardware cache share it.
-    const auto catalog = parse_builtin_catalog();
-    const auto names = builtin_name_resolvers(catalog);
-    SearchScenario loaded = load_search_scenario(request.scenario_path, names);
+    s.catalog = parse_builtin_catalog();
+    s.names = builtin_name_resolvers(s.catalog);
+    SearchScenario loaded = load_search_scenario(request.scenario_path, s.names);
     if (!loaded.scenario.sweep.empty())
         throw InputError(locate(loaded.scenario, "sweep"),
                          "a search scenario has no sweep: section; restrict the plan space with search: "
                          "(docs/search.md), or use cuboid sweep");
-    apply_overrides(loaded.scenario, request.sets, names);
+    apply_overrides(loaded.scenario, request.sets, s.names);
     loaded.scenario.limits = request.limits;
     check_complete(loaded.scenario);
-    SearchSpace space = search_space_of(loaded);
-    if (request.max_gpus) space.max_gpus = request.max_gpus;
-    const Scenario base = limited_to_max_gpus(loaded.scenario, space);
-    OutputTarget csv(request.csv, out);
-    OutputTarget json(request.json, out);
+    s.space = search_space_of(loaded);
+    if (request.max_gpus) s.space.max_gpus = request.max_gpus;
+    s.base = limited_to_max_gpus(loaded.scenario, s.space);
+    return s;
+}
 
-    HardwareCache cache(*catalog);
+// The outputs of a search, opened before it runs (an output that cannot be written costs no
+// simulation).
+struct SearchOutputs {
+    OutputTarget csv, json, html;
+    SearchOutputs(const SearchRequest& request, std::ostream& out)
+        : csv(request.csv, out), json(request.json, out), html(request.html, out) {}
+};
+
+int write_search(const SearchRequest& request, SearchOutputs& o, const SearchResult& r, int top, std::ostream& out,
+                 std::ostream& err) {
+    if (o.csv.given()) {
+        write_sweep_csv(o.csv.stream(), r.plans);
+        o.csv.commit();
+    }
+    if (o.json.given()) {
+        o.json.stream() << search_json(r, top).dump(2) << "\n";
+        o.json.commit();
+    }
+    if (o.html.given()) {
+        o.html.stream() << sweep_html(r.plans, {"search", search_summary(r), plan_text});
+        o.html.commit();
+    }
+    if (!o.csv.to_standard_output() && !o.json.to_standard_output() && !request.quiet) write_search_table(out, r, top);
+    return search_exit_code(r, err);
+}
+
+LongWorkLimits limits_of(const SearchRequest& request) {
+    LongWorkLimits limits;
+    limits.time_limit_s = request.time_limit_s;
+    if (request.limits.max_memory_bytes > 0.0) limits.max_memory_bytes = request.limits.max_memory_bytes;
+    return limits;
+}
+
+// What a search's workers touch besides its setup, kept until its outputs are written: a stop
+// leaves workers still in a long simulation to finish on their own (AbandonedWorkers), and the
+// outputs are written at once; they are joined when this ends.
+struct SearchWorkers {
+    HardwareCache cache;
+    SweepInterrupt interrupt;
+    LongWorkStop stop;
+    AbandonedWorkers abandoned;  // last: destroyed, so joined, before what its workers read
+    SearchWorkers(const hw::Catalog& catalog, const SearchRequest& request)
+        : cache(catalog), stop(&interrupt.flag(), limits_of(request)) {}
+};
+
+// The search of `setup` on this process's threads; `share_rank` of `share_size`: an MPI rank's
+// share of the candidates (search_share.hpp). `progress`: show the progress line.
+SearchResult searched(const SearchRequest& request, const SearchSetup& setup, SearchWorkers& w, int share_rank,
+                      int share_size, bool progress, std::ostream& err) {
     SearchOptions options;
     options.threads = request.threads.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     options.keep = request.top.value_or(kDefaultTop);
     options.fold = request.fold;
     options.memory_headroom = request.memory_headroom;
-    const SweepInterrupt interrupt;
-    LongWorkLimits limits;
-    limits.time_limit_s = request.time_limit_s;
-    if (request.limits.max_memory_bytes > 0.0) limits.max_memory_bytes = request.limits.max_memory_bytes;
-    LongWorkStop stop(&interrupt.flag(), limits);
-    options.stop = &stop;
-    AbandonedWorkers abandoned;  // after what its workers read: joined first, once the outputs are written
-    options.abandoned = &abandoned;
+    options.share_rank = share_rank;
+    options.share_size = share_size;
+    options.stop = &w.stop;
+    options.abandoned = &w.abandoned;
     SweepProgress line(err);
-    if (request.progress && !request.quiet)
+    if (progress && request.progress && !request.quiet)
         options.progress = [&](const SearchProgress& p) { line.show(search_progress_text(p)); };
-    const SearchResult r = run_search(base, space, names, cache, options);
+    SearchResult r = run_search(setup.base, setup.space, setup.names, w.cache, options);
     line.end();
+    return r;
+}
 
-    const int top = options.keep;
-    if (csv.given()) {
-        write_sweep_csv(csv.stream(), r.plans);
-        csv.commit();
+int single_process(const SearchRequest& request, std::ostream& out, std::ostream& err) {
+    const SearchSetup setup = setup_of(request);
+    SearchOutputs outputs(request, out);
+    SearchWorkers workers(*setup.catalog, request);
+    const SearchResult r = searched(request, setup, workers, 0, 1, true, err);
+    return write_search(request, outputs, r, request.top.value_or(kDefaultTop), out, err);
+}
+
+// Every rank reaches the gather whatever happened to it before: a rank that fails sends its
+// failure instead of leaving rank 0 waiting (as `cuboid sweep` across ranks does).
+int across_ranks(const SearchRequest& request, std::ostream& out, std::ostream& err) {
+    const MpiSession mpi;
+    const auto start = std::chrono::steady_clock::now();
+    std::exception_ptr input_error, output_error;
+    std::optional<SearchSetup> setup;
+    std::optional<SearchOutputs> outputs;
+    std::optional<SearchWorkers> workers;
+    SearchResult mine;
+    std::string failure;
+    try {
+        setup.emplace(setup_of(request));
+        if (mpi.rank() == 0) outputs.emplace(request, out);
+        workers.emplace(*setup->catalog, request);
+        mine = searched(request, *setup, *workers, mpi.rank(), mpi.size(), mpi.rank() == 0, err);
+    } catch (const InputError& e) {
+        input_error = std::current_exception();
+        failure = e.what();
+    } catch (const sim::OutputError& e) {
+        output_error = std::current_exception();  // rank 0's alone: it opens the outputs
+        failure = e.what();
+    } catch (const std::exception& e) {
+        failure = e.what();
     }
-    if (json.given()) {
-        json.stream() << search_json(r, top).dump(2) << "\n";
-        json.commit();
+    const auto shares = mpi.gather_bytes(encode_search_share(mine, failure));
+    if (mpi.rank() != 0) {
+        mpi.barrier();
+        return failure.empty() ? kExitOk : (input_error ? kExitBadInput : kExitFailure);
     }
-    if (!csv.to_standard_output() && !json.to_standard_output() && !request.quiet) write_search_table(out, r, top);
-    return search_exit_code(r, err);
+    int code = kExitFailure;
+    try {
+        if (input_error) std::rethrow_exception(input_error);  // the same bad input on every rank, said once
+        if (output_error) std::rethrow_exception(output_error);
+        if (!failure.empty()) throw std::runtime_error(failure);
+        std::vector<SearchShare> decoded;
+        for (const auto& bytes : shares) decoded.push_back(decode_search_share(bytes));
+        SearchResult r = merge_search_shares(std::move(decoded), search_candidates(setup->space, setup->base), mine);
+        r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        r.plans.wall_s = r.wall_s;
+        r.plans = ranked(std::move(r.plans));
+        code = write_search(request, *outputs, r, request.top.value_or(kDefaultTop), out, err);
+    } catch (...) {
+        mpi.barrier();
+        throw;
+    }
+    mpi.barrier();
+    return code;
+}
+
+}  // namespace
+
+int search_command(const SearchRequest& request, std::ostream& out, std::ostream& err) {
+    check_search_request(request);
+    return run_in_processes(
+        "search", err, [&] { return single_process(request, out, err); }, [&] { return across_ranks(request, out, err); });
 }
 
 }  // namespace cuboid::cli

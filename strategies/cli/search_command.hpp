@@ -20,6 +20,7 @@ struct SearchRequest {
     std::optional<int> max_gpus;       // overrides search.max_gpus
     std::optional<std::string> csv;    // the simulated plans (sweep CSV), file or "-"
     std::optional<std::string> json;   // file or "-"
+    std::optional<std::string> html;   // the shareable page (html_report.hpp): a file
     bool quiet = false;
     bool fold = true;                  // false (--no-fold): simulate every rank of every plan
     double memory_headroom = 0.0;      // --memory-headroom: the fraction of GPU memory left free

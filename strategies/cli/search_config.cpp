@@ -76,7 +76,8 @@ std::string blank_lines(const std::string& text, int first, int last) {
 
 std::vector<std::string> search_section_keys() {
     return {"tensor", "pipeline", "micro_batch", "schedule", "virtual_stages", "recompute", "tensor_mode",
-            "overlap_chunks", "sequence_parallel", "zero_stage", "max_gpus"};
+            "overlap_chunks", "sequence_parallel", "zero_stage", "context", "context_mode", "expert", "expert_tensor",
+            "max_gpus"};
 }
 
 void read_search_section(const YAML::Node& section, const std::string& file, const std::string& prefix,
@@ -94,6 +95,10 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
         else if (name == "virtual_stages") sp.virtual_stages = ints(v, w, 2);
         else if (name == "overlap_chunks") sp.overlap_chunks = ints(v, w, 1);
         else if (name == "zero_stage") sp.zero_stage = ints(v, w, 0);
+        else if (name == "context") sp.context = ints(v, w, 1);
+        else if (name == "expert") sp.expert = ints(v, w, 1);
+        else if (name == "expert_tensor") sp.expert_tensor = ints(v, w, 1);
+        else if (name == "context_mode") sp.context_mode = names_of(v, w, parse_context_mode, context_mode_words());
         else if (name == "schedule") sp.schedule = names_of(v, w, parse_schedule, schedule_words());
         else if (name == "recompute") sp.recompute = names_of(v, w, parse_recompute, recompute_words());
         else if (name == "tensor_mode") sp.tensor_mode = names_of(v, w, parse_tensor_mode, tensor_mode_words());

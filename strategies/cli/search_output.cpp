@@ -38,14 +38,18 @@ std::string search_summary(const SearchResult& r) {
 
 std::string plan_text(const SweepResult& p, std::size_t i) {
     // Axis order of search_axes(): tensor, pipeline, data, micro_batch, schedule, virtual_stages,
-    // recompute, tensor_mode, overlap_chunks, sequence_parallel, zero_stage.
+    // recompute, tensor_mode, overlap_chunks, sequence_parallel, zero_stage, context, context_mode.
     std::string schedule = value(p, i, 4);
     if (schedule == "interleaved") schedule += fmt::format("(v{})", value(p, i, 5));
-    std::string s = fmt::format("t{} p{} d{} mb{} {} {} {}", value(p, i, 0), value(p, i, 1), value(p, i, 2),
+    const std::string context = value(p, i, 11) == "1" ? "" : fmt::format(" c{}({})", value(p, i, 11), value(p, i, 12));
+    std::string s = fmt::format("t{} p{}{} d{} mb{} {} {} {}", value(p, i, 0), value(p, i, 1), context, value(p, i, 2),
                                 value(p, i, 3), schedule, value(p, i, 6), value(p, i, 7));
     if (value(p, i, 8) != "1") s += " overlap" + value(p, i, 8);
     if (value(p, i, 9) == "true") s += " sp";
-    return s + " zero" + value(p, i, 10);
+    s += " zero" + value(p, i, 10);
+    // A mixture of experts: parallel.expert and parallel.expert_tensor follow (search_axes(true)).
+    if (p.axes.size() > 14) s += " ep" + value(p, i, 13) + " etp" + value(p, i, 14);
+    return s;
 }
 
 std::optional<std::size_t> best_plan(const SearchResult& r) {
@@ -97,6 +101,7 @@ nlohmann::ordered_json search_json(const SearchResult& r, int top) {
                    {"pruned_bound", c.pruned_bound},
                    {"simulated", c.simulated},
                    {"threads", r.plans.threads},
+                   {"ranks", r.plans.ranks},
                    {"check_wall_s", r.check_wall_s},
                    {"wall_s", r.wall_s}};
     if (c.not_reached) j["search"]["not_reached"] = c.not_reached;

@@ -144,7 +144,11 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
     SearchResult r;
     const auto st = std::make_shared<SearchState>();
     st->candidates = search_candidates(space, base);
-    r.counts.candidates = st->candidates.points.size();
+    const auto share_size = static_cast<std::size_t>(std::max(options.share_size, 1));
+    const auto share_rank = static_cast<std::size_t>(std::clamp(options.share_rank, 0, options.share_size - 1));
+    // This share's candidates: share_rank, share_rank + share_size, ...
+    const std::size_t all = st->candidates.points.size();
+    r.counts.candidates = all > share_rank ? (all - share_rank + share_size - 1) / share_size : 0;
     SearchProgress progress;
     progress.candidates = r.counts.candidates;
 
@@ -155,8 +159,9 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
     const double headroom = options.memory_headroom;
     run_watched(
         threads,
-        [st, &base, &names, &hardware, headroom, stopped] {
-            for (std::size_t i = st->next_check++; i < st->checks.size() && !stopped(); i = st->next_check++) {
+        [st, &base, &names, &hardware, headroom, stopped, share_rank, share_size] {
+            for (std::size_t k = st->next_check++, i = share_rank + k * share_size; i < st->checks.size() && !stopped();
+                 k = st->next_check++, i = share_rank + k * share_size) {
                 CandidateCheck c =
                     check_candidate(base, st->candidates.axes, st->candidates.points[i], names, hardware, headroom);
                 const std::lock_guard lock(st->check_mutex);
@@ -271,6 +276,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, const Na
             plans.points.push_back(st->candidates.points[st->feasible[q.taken[k]]]);
             plans.outcomes.push_back(std::move(q.outcomes[k]));
             r.bound_s.push_back(st->bound_of(q.taken[k]));
+            r.candidate.push_back(st->feasible[q.taken[k]]);
         }
     }
     r.counts.simulated = plans.points.size();

@@ -34,6 +34,7 @@ struct SearchCounts {
 struct SearchResult {
     SweepResult plans;               // the simulated candidates, ranked (sweep machinery)
     std::vector<double> bound_s;     // the lower bound of each simulated plan, at its index
+    std::vector<std::size_t> candidate;  // the candidate index of each simulated plan, at its index
     SearchCounts counts;
     std::string first_invalid;       // the first validation message, for when nothing is valid
     std::string first_error;         // an internal error while checking, if any
@@ -74,6 +75,10 @@ struct SearchOptions {
     // to run_search: whoever holds this object declares it after those (destroying it joins them).
     AbandonedWorkers* abandoned = nullptr;
     double progress_interval_s = 0.25;
+    // One MPI rank's share of the candidates (search_share.hpp): candidate i is checked and, if it
+    // can enter this share's top `keep`, simulated here when i mod share_size == share_rank.
+    int share_rank = 0;
+    int share_size = 1;
 };
 
 SearchResult run_search(const Scenario& base, const SearchSpace& space, const NameResolvers& names,

@@ -32,12 +32,21 @@ struct Choice {
     int overlap_chunks;
     bool sequence_parallel;
     int zero_stage;
+    int context;
+    std::string context_mode;
+    int expert = 0, expert_tensor = 0;  // 0: not a mixture of experts (no axes)
 
     SweepPoint point() const {
-        return {std::to_string(tensor),         std::to_string(pipeline),   std::to_string(data),
-                std::to_string(micro_batch),    schedule,                   std::to_string(virtual_stages),
-                recompute,                      tensor_mode,                std::to_string(overlap_chunks),
-                bool_text(sequence_parallel),   std::to_string(zero_stage)};
+        SweepPoint p{std::to_string(tensor),         std::to_string(pipeline),   std::to_string(data),
+                     std::to_string(micro_batch),    schedule,                   std::to_string(virtual_stages),
+                     recompute,                      tensor_mode,                std::to_string(overlap_chunks),
+                     bool_text(sequence_parallel),   std::to_string(zero_stage), std::to_string(context),
+                     context_mode};
+        if (expert > 0) {
+            p.push_back(std::to_string(expert));
+            p.push_back(std::to_string(expert_tensor));
+        }
+        return p;
     }
 };
 
@@ -61,7 +70,9 @@ void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out
         const bool interleaved = schedule == "interleaved";
         // Interleaving needs more than one stage; one chunk per stage is plain 1F1B.
         if (interleaved && c.pipeline == 1) continue;
-        for (const int v : interleaved ? sp.virtual_stages : std::vector<int>{1})
+        // ZB-V runs two chunks per stage, in a V.
+        const std::vector<int> chunks = interleaved ? sp.virtual_stages : std::vector<int>{schedule == "zb-v" ? 2 : 1};
+        for (const int v : chunks)
             for (const auto& recompute : sp.recompute) {
                 c.schedule = schedule;
                 c.virtual_stages = v;
@@ -89,6 +100,12 @@ SearchSpace full_search_space(const Scenario& base) {
     sp.overlap_chunks = {1, 2};
     sp.sequence_parallel = {false, true};
     sp.zero_stage = {0, 1, 2, 3};
+    sp.context = {1, 2, 4, 8};
+    sp.context_mode = all_names(context_mode_names());
+    if (base.model.moe()) {
+        sp.expert = powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(base.model.experts, base.cluster.gpus())));
+        sp.expert_tensor = {1, 2, 4, 8};
+    }
     return sp;
 }
 
@@ -101,34 +118,61 @@ SearchSpace default_search_space(const Scenario& base) {
     sp.overlap_chunks = {1};
     sp.sequence_parallel = {true};
     sp.zero_stage = {0, 1};
+    // Context parallelism pays where attention dominates and activations outgrow the GPU.
+    constexpr int kLongSequence = 16384;
+    sp.context = base.model.seq_len >= kLongSequence ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
+    sp.context_mode = {"ring"};
+    if (base.model.moe()) sp.expert_tensor = {1};
     return sp;
 }
 
-SweepAxes search_axes() {
+SweepAxes search_axes(bool experts) {
     const char* keys[] = {"parallel.tensor",          "parallel.pipeline",    "parallel.data",
                           "training.micro_batch",     "parallel.schedule",    "parallel.virtual_stages",
                           "parallel.recompute",       "parallel.tensor_mode", "parallel.overlap_chunks",
-                          "parallel.sequence_parallel", "parallel.zero_stage"};
+                          "parallel.sequence_parallel", "parallel.zero_stage", "parallel.context",
+                          "parallel.context_mode"};
     SweepAxes axes;
     for (const char* k : keys) axes.emplace_back(k, std::vector<std::string>{});
+    if (experts)
+        for (const char* k : {"parallel.expert", "parallel.expert_tensor"}) axes.emplace_back(k, std::vector<std::string>{});
     return axes;
 }
 
 SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) {
-    SearchCandidates c{search_axes(), {}};
+    const bool experts = base.model.moe();
+    SearchCandidates c{search_axes(experts), {}};
     // 64-bit products of values below 2^31: a wrapped one could pass as a divisor.
     const std::int64_t gpus = base.cluster.gpus();
     const int batch = base.training.global_batch;
     for (const int t : sp.tensor)
-        for (const int p : sp.pipeline) {
-            if (t < 1 || p < 1 || gpus % (std::int64_t{t} * p) != 0) continue;
-            const std::int64_t d = gpus / (std::int64_t{t} * p);
-            if (d > batch) continue;  // fewer samples than replicas (and d fits an int below)
-            for (const int mb : sp.micro_batch) {
-                if (mb < 1 || batch % (mb * d) != 0) continue;
-                add_schedules(sp, Choice{t, p, static_cast<int>(d), mb, "", 1, "", "", 1, false, 0}, c.points);
+        for (const int p : sp.pipeline)
+            for (const int cp : sp.context) {
+                const std::int64_t replica = std::int64_t{t} * p * cp;
+                if (t < 1 || p < 1 || cp < 1 || gpus % replica != 0) continue;
+                if (cp > 1 && base.model.seq_len % (2 * cp) != 0) continue;  // 2c chunks per sequence
+                const std::int64_t d = gpus / replica;
+                if (d > batch) continue;  // fewer samples than replicas (and d fits an int below)
+                for (const auto& mode : cp > 1 ? sp.context_mode : std::vector<std::string>{"ring"})
+                    for (const int mb : sp.micro_batch) {
+                        if (mb < 1 || batch % (mb * d) != 0) continue;
+                        const Choice choice{t, p, static_cast<int>(d), mb, "", 1, "", "", 1, false, 0, cp, mode};
+                        if (!experts) {
+                            add_schedules(sp, choice, c.points);
+                            continue;
+                        }
+                        // The expert layers regroup the t*c*d ranks as etp x ep x expert-data.
+                        for (const int ep : sp.expert)
+                            for (const int etp : sp.expert_tensor) {
+                                if (ep < 1 || etp < 1 || base.model.experts % ep != 0) continue;
+                                if ((std::int64_t{t} * cp * d) % (std::int64_t{ep} * etp) != 0) continue;
+                                Choice with = choice;
+                                with.expert = ep;
+                                with.expert_tensor = etp;
+                                add_schedules(sp, with, c.points);
+                            }
+                    }
             }
-        }
     // The value lists of the axes (the table sizes its columns from them), in first-seen order.
     for (std::size_t a = 0; a < c.axes.size(); ++a) {
         std::set<std::string> seen;

@@ -23,12 +23,20 @@ struct SearchSpace {
     std::vector<int> overlap_chunks;
     std::vector<bool> sequence_parallel;
     std::vector<int> zero_stage;
+    std::vector<int> context;               // context-parallel degrees
+    std::vector<std::string> context_mode;  // names of `cuboid list context-modes` (context > 1 only)
+    // Mixture-of-experts models only (model.experts): expert and expert-tensor degrees; a value
+    // that does not divide the experts (or whose product does not divide t*c*d) is skipped.
+    std::vector<int> expert;
+    std::vector<int> expert_tensor;
     std::optional<int> max_gpus;            // search on at most this many GPUs of the cluster
 };
 
 // Every value of every dimension: powers of two for tensor (up to a node) and pipeline (up to
 // the layers), micro-batch 1-8, every schedule (interleaved with 2 and 4 chunks), every recompute
-// policy and tensor mode, overlap 1 and 2 chunks, sequence parallelism off and on, ZeRO 0-3.
+// policy and tensor mode, overlap 1 and 2 chunks, sequence parallelism off and on, ZeRO 0-3,
+// context parallelism 1, 2, 4, 8 in every mode; for a mixture of experts, expert degrees of the
+// powers of two up to the experts and the GPUs, expert tensor 1, 2, 4, 8.
 // Values that the plan validation rejects for a model or cluster are skipped when searched.
 SearchSpace full_search_space(const Scenario& base);
 
@@ -36,12 +44,15 @@ SearchSpace full_search_space(const Scenario& base);
 // `search:` section leaves out: the plans a Megatron-LM user tries first (docs/search.md).
 // Tensor and pipeline as in the full space; micro-batch 1, 2, 4; 1F1B and interleaved (2 and 4
 // chunks); selective and full recompute; 1-D tensor parallelism with sequence parallelism and
-// no chunked overlap; ZeRO 0 and 1 (the distributed optimizer). A few hundred candidates at any
+// no chunked overlap; ZeRO 0 and 1 (the distributed optimizer); context parallelism (ring) of
+// 1, 2, 4 and 8 for sequences of 16k tokens or more, else none; for a mixture of experts every
+// expert degree of the full space with expert tensor 1 (Megatron-Core's default). A few hundred candidates at any
 // cluster size, where the full space has tens of thousands.
 SearchSpace default_search_space(const Scenario& base);
 
-// The fixed axes of a search: the plan keys it sets, in this order.
-SweepAxes search_axes();
+// The fixed axes of a search: the plan keys it sets, in this order; parallel.expert and
+// parallel.expert_tensor last, for a mixture-of-experts model only (`experts`).
+SweepAxes search_axes(bool experts = false);
 
 // The candidates: every combination whose degrees multiply to the cluster's GPUs and whose
 // micro-batch divides the batch of one data-parallel replica. Settings that only mean something

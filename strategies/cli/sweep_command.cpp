@@ -10,6 +10,7 @@
 
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
+#include "strategies/cli/html_report.hpp"
 #include "strategies/cli/output_target.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/run_command.hpp"
@@ -42,6 +43,7 @@ void check_request(const SweepRequest& r) {
     check_memory_headroom(r.memory_headroom);
     if (r.csv && r.json && *r.csv == "-" && *r.json == "-")
         throw InputError({"", 0, "--csv"}, "--csv - and --json - both want standard output; send one to a file");
+    check_html_path(r.html);
 }
 
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -160,9 +162,11 @@ int exit_code(const SweepResult& r, std::ostream& err) {
 
 // The outputs rank 0 (or the single process) writes, opened once the input is known good.
 struct Outputs {
-    Outputs(const SweepRequest& request, std::ostream& out) : csv(request.csv, out), json(request.json, out) {}
+    Outputs(const SweepRequest& request, std::ostream& out)
+        : csv(request.csv, out), json(request.json, out), html(request.html, out) {}
     OutputTarget csv;
     OutputTarget json;
+    OutputTarget html;
 };
 
 int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult& r, std::ostream& out,
@@ -174,6 +178,10 @@ int write_outputs(const SweepRequest& request, Outputs& files, const SweepResult
     if (files.json.given()) {
         files.json.stream() << sweep_json(r).dump(2) << "\n";
         files.json.commit();
+    }
+    if (files.html.given()) {
+        files.html.stream() << sweep_html(r, {"sweep", sweep_summary(r), {}});
+        files.html.commit();
     }
     if (!files.csv.to_standard_output() && !files.json.to_standard_output() && !request.quiet)
         write_sweep_table(out, r, request.top);
@@ -248,17 +256,8 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
 
 int sweep_command(const SweepRequest& request, std::ostream& out, std::ostream& err) {
     check_request(request);
-    const int launched = launcher_world_size();
-    if (launched <= 1) return single_process(request, out, err);
-    if (!mpi_built()) {
-        // Every rank would print it; one is enough.
-        if (launcher_world_rank() == 0)
-            fmt::print(err, "cuboid: error: started as {} MPI processes (mpirun/srun), but this cuboid was built "
-                            "without MPI (configure found no MPI library, or CUBOID_MPI=OFF); install "
-                            "libopenmpi-dev and rebuild, or run cuboid sweep without mpirun\n", launched);
-        return kExitFailure;
-    }
-    return across_ranks(request, out, err);
+    return run_in_processes(
+        "sweep", err, [&] { return single_process(request, out, err); }, [&] { return across_ranks(request, out, err); });
 }
 
 }  // namespace cuboid::cli

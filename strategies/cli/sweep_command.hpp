@@ -19,6 +19,7 @@ struct SweepRequest {
     WorkLimits limits;                 // --max-events, --max-memory, per point
     std::optional<std::string> csv;    // file, or "-" for standard output only
     std::optional<std::string> json;   // file, or "-" for standard output only
+    std::optional<std::string> html;   // the shareable page (html_report.hpp): a file
     std::optional<int> top;            // table: only the N fastest ok points
     bool quiet = false;                // no table, no progress
     bool progress = false;             // progress line on `err` (the caller knows if it is a terminal)

@@ -2,7 +2,12 @@
 
 #include <cstdlib>
 #include <numeric>
+#include <ostream>
 #include <stdexcept>
+
+#include <fmt/ostream.h>
+
+#include "strategies/cli/run_command.hpp"
 
 #if CUBOID_WITH_MPI
 #include <mpi.h>
@@ -27,6 +32,21 @@ int launcher_world_size() { return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_
 
 int launcher_world_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0)); }
 
+int run_in_processes(const char* command, std::ostream& err, const std::function<int()>& single,
+                     const std::function<int()>& across) {
+    const int launched = launcher_world_size();
+    if (launched <= 1) return single();
+    if (!mpi_built()) {
+        // Every rank would print it; one is enough.
+        if (launcher_world_rank() == 0)
+            fmt::print(err, "cuboid: error: started as {} MPI processes (mpirun/srun), but this cuboid was built "
+                            "without MPI (configure found no MPI library, or CUBOID_MPI=OFF); install "
+                            "libopenmpi-dev and rebuild, or run cuboid {} without mpirun\n", launched, command);
+        return kExitFailure;
+    }
+    return across();
+}
+
 std::vector<std::size_t> rank_share(std::size_t total, int rank, int size) {
     std::vector<std::size_t> share;
     for (std::size_t i = static_cast<std::size_t>(rank); i < total; i += static_cast<std::size_t>(size))
@@ -47,8 +67,19 @@ MpiSession::~MpiSession() { MPI_Finalize(); }
 
 void MpiSession::barrier() const { MPI_Barrier(MPI_COMM_WORLD); }
 
+bool MpiSession::any(bool mine) const {
+    int in = mine ? 1 : 0, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return out != 0;
+}
+
 std::vector<SweepShare> MpiSession::gather(const SweepShare& mine) const {
-    const std::vector<std::uint8_t> bytes = encode_share(mine);
+    std::vector<SweepShare> shares;
+    for (const auto& bytes : gather_bytes(encode_share(mine))) shares.push_back(decode_share(bytes));
+    return shares;
+}
+
+std::vector<std::vector<std::uint8_t>> MpiSession::gather_bytes(const std::vector<std::uint8_t>& bytes) const {
     const int length = static_cast<int>(bytes.size());
     std::vector<int> lengths(static_cast<std::size_t>(size_));
     MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -57,11 +88,11 @@ std::vector<SweepShare> MpiSession::gather(const SweepShare& mine) const {
     std::vector<std::uint8_t> all(rank_ == 0 ? static_cast<std::size_t>(offsets.back() + lengths.back()) : 0);
     MPI_Gatherv(bytes.data(), length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, 0,
                 MPI_COMM_WORLD);
-    std::vector<SweepShare> shares;
+    std::vector<std::vector<std::uint8_t>> shares;
     if (rank_ != 0) return shares;
     for (std::size_t r = 0; r < lengths.size(); ++r) {
         const auto begin = all.begin() + offsets[r];
-        shares.push_back(decode_share(std::vector<std::uint8_t>(begin, begin + lengths[r])));
+        shares.emplace_back(begin, begin + lengths[r]);
     }
     return shares;
 }
@@ -76,7 +107,13 @@ MpiSession::~MpiSession() = default;
 
 void MpiSession::barrier() const {}
 
+bool MpiSession::any(bool mine) const { return mine; }
+
 std::vector<SweepShare> MpiSession::gather(const SweepShare& mine) const { return {mine}; }
+
+std::vector<std::vector<std::uint8_t>> MpiSession::gather_bytes(const std::vector<std::uint8_t>& mine) const {
+    return {mine};
+}
 
 #endif
 

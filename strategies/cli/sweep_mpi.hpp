@@ -9,6 +9,9 @@
 // it in turn). Within a rank the threads still take points one by one from a shared counter.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,12 @@ bool mpi_built();
 int launcher_world_size();
 // This process's rank by the same environment (0 outside any launcher).
 int launcher_world_rank();
+
+// `single` outside a launcher (or under one that started one process), else `across` (every rank
+// of the job calls it). Started as several processes by a cuboid built without MPI: rank 0 says
+// how to get one (`command`: the subcommand's name) and every rank returns 1.
+int run_in_processes(const char* command, std::ostream& err, const std::function<int()>& single,
+                     const std::function<int()>& across);
 
 // The indices of `total` points that rank `rank` of `size` runs: rank, rank + size, ...
 std::vector<std::size_t> rank_share(std::size_t total, int rank, int size);
@@ -43,6 +52,11 @@ public:
     // Collective: every rank passes its share; rank 0 gets every rank's (at the rank's index),
     // the others an empty vector.
     std::vector<SweepShare> gather(const SweepShare& mine) const;
+    // Collective, the same for any bytes (a search's share, search_share.hpp).
+    std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& mine) const;
+
+    // Collective: whether `mine` holds on any rank (every rank gets the answer).
+    bool any(bool mine) const;
 
     // Collective: returns when every rank has called it. The ranks wait here for rank 0 to write
     // the output, because mpirun ends the whole job as soon as one rank exits with a failure.

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "strategies/cli/cost_report.hpp"
 #include "strategies/cli/scenario_keys.hpp"
 #include "strategies/cli/sweep_ranking.hpp"
 #include "strategies/cli/value_parse.hpp"
@@ -109,6 +110,14 @@ nlohmann::ordered_json sweep_json(const SweepResult& r) {
 std::vector<std::string> sweep_csv_columns() {
     std::vector<std::string> columns{"status", "pareto"};
     columns.insert(columns.end(), std::begin(kRunColumns), std::end(kRunColumns));
+    // The cost rented and owned with each input and its source, then goodput and the same costs
+    // over the time to train with failures (their inputs are the same): present with training.tokens.
+    const auto costs = cost_csv_columns("training_cost");
+    columns.insert(columns.end(), costs.begin(), costs.end());
+    columns.insert(columns.end(), {"goodput.goodput", "goodput.effective_time_to_train_s"});
+    const auto with_failures = cost_csv_columns("training_cost_with_failures");
+    for (const std::string& column : with_failures)
+        if (column.find(".inputs.") == std::string::npos) columns.push_back(column);
     return columns;
 }
 
@@ -126,7 +135,11 @@ void write_sweep_csv(std::ostream& out, const SweepResult& r) {
         const nlohmann::ordered_json row = sweep_row_json(r, i);
         std::size_t c = 0;
         for (std::size_t a = 0; a < r.axes.size(); ++a) out << (c++ ? "," : "") << csv_field(r.points[i][a]);
-        for (const auto& column : rest) out << (c++ ? "," : "") << csv_value(at_path(row, column));
+        for (const auto& column : rest) {
+            std::string cell = csv_value(at_path(row, column));
+            if (cell.empty()) cell = csv_field(missing_input_cell(row, column));
+            out << (c++ ? "," : "") << cell;
+        }
         out << "\n";
     }
 }

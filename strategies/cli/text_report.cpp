@@ -37,6 +37,8 @@ void write_import(std::ostream& out, const ModelSpec& m) {
     std::vector<std::string> read;
     for (const auto& [field, key] : m.imported->fields_read) read.push_back(field + " -> " + key);
     fmt::print(out, "imported  {} (model keys in the scenario override these)\n", join(read));
+    if (!m.imported->fields_not_read.empty())
+        fmt::print(out, "not read  {} (no model key takes them)\n", join(m.imported->fields_not_read));
     for (const auto& note : m.imported->notes) fmt::print(out, "note      {}\n", note);
 }
 
@@ -48,6 +50,11 @@ void write_setup(std::ostream& out, const Scenario& s) {
     fmt::print(out, "model     {}{} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}\n",
                model_origin(m), m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
                m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
+    if (m.moe())
+        fmt::print(out, "experts   {} routed experts, top-{}, expert ffn {}{}{}, load imbalance {}\n", m.experts, m.top_k(),
+                   m.expert_ffn_or_default(),
+                   m.shared_experts > 0 ? fmt::format(", {} shared", m.shared_experts) : "",
+                   m.dense_layers > 0 ? fmt::format(", first {} layers dense", m.dense_layers) : "", m.moe_load_imbalance);
     write_import(out, m);
     // A domain beyond one node is named; one node's, the default, is what "in a node" already says.
     const std::string domain =
@@ -59,17 +66,26 @@ void write_setup(std::ostream& out, const Scenario& s) {
                c.nodes, c.gpus_per_node, c.gpu, c.gpus(), hw::to_string(c.intra_node), domain,
                c.nics_per_node, c.nic_gbps, hw::to_string(c.inter_node),
                hw::to_string(c.topology), c.oversubscription);
-    fmt::print(out, "plan      tensor {} x pipeline {} x data {}, {} schedule{}, recompute {}, tensor mode {}{}, "
+    fmt::print(out, "plan      tensor {} x pipeline {}{} x data {}, {} schedule{}, recompute {}, tensor mode {}{}, "
                     "ZeRO {}{}, dp overlap {}\n",
-               p.tensor, p.pipeline, effective_data_parallel(s), to_string(p.schedule),
+               p.tensor, p.pipeline,
+               p.context > 1 ? fmt::format(" x context {} ({})", p.context, to_string(p.context_mode)) : "",
+               effective_data_parallel(s), to_string(p.schedule),
                p.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", p.virtual_stages) : "",
                to_string(p.recompute), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
-               p.zero_stage, p.shard_group > 0 && p.shard_group < effective_data_parallel(s)
+               p.zero_stage, p.shard_group > 0 && p.shard_group < effective_data_parallel(s) * p.context
                    ? fmt::format(" (hybrid: sharded over {} ranks)", p.shard_group)
                    : "",
                p.dp_overlap ? "on" : "off");
-    fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}\n", s.training.global_batch,
-               s.training.micro_batch, precision_name(s.training.precision));
+    if (m.moe()) {
+        const int ranks = p.tensor * p.context * effective_data_parallel(s);
+        fmt::print(out, "          experts: ep{} etp{} (expert {} x expert tensor {} x expert data {})\n", p.expert,
+                   p.expert_tensor, p.expert, p.expert_tensor, ranks / std::max(1, p.expert * p.expert_tensor));
+    }
+    const bool fp8 = s.training.precision == sim::Precision::Fp8;
+    fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}{}\n", s.training.global_batch,
+               s.training.micro_batch, precision_name(s.training.precision),
+               fp8 ? " (" + fp8_recipe_name(m.fp8_recipe) + " scaling)" : std::string());
     fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",
                framework_name(s.stack.framework), attention_kernel_name(m.attention),
                m.attention_dropout ? " with dropout" : " without dropout", p.zero_stage, p.dp_overlap ? "on" : "off",
@@ -184,17 +200,21 @@ constexpr const char* kKindsTried =
 
 void write_fitting_changes(std::ostream& out, const std::vector<FittingChange>& changes) {
     if (changes.empty()) {
-        fmt::print(out, "\nto fit    no single change fits ({}, each tried alone)\n", kKindsTried);
+        fmt::print(out, "\nto fit    no single change fits ({}, each tried alone), nor a pair of them\n", kKindsTried);
         return;
     }
-    fmt::print(out, "\nto fit    each change alone fits; checked by simulating the changed plan, fastest first:\n");
+    if (changes.front().kinds.size() > 1)
+        fmt::print(out, "\nto fit    no single change fits; these pairs do, checked by simulating the changed plan, fastest "
+                        "first:\n");
+    else
+        fmt::print(out, "\nto fit    each change alone fits; checked by simulating the changed plan, fastest first:\n");
     for (const FittingChange& c : changes)
         fmt::print(out, "            {:<50} peak {:.1f} GB, iteration {:.4f} s\n", set_options(c.sets),
                    c.peak_memory_bytes / kGB, c.iteration_time_s);
 }
 
 std::string fitting_changes_summary(const std::vector<FittingChange>& changes) {
-    if (changes.empty()) return fmt::format("; no single change fits ({})", kKindsTried);
+    if (changes.empty()) return fmt::format("; no single change fits ({}), nor a pair of them", kKindsTried);
     const FittingChange& c = changes.front();
     return fmt::format("; fits with {} (peak {:.1f} GB, iteration {:.4f} s){}", set_options(c.sets),
                        c.peak_memory_bytes / kGB, c.iteration_time_s,

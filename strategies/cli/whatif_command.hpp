@@ -12,10 +12,12 @@ struct WhatifRequest {
     std::optional<int> threads;
     std::optional<std::string> csv;    // file or "-"
     std::optional<std::string> json;   // file or "-"
+    std::optional<std::string> html;   // the shareable page (html_report.hpp): a file
     bool quiet = false;
     std::optional<double> time_limit_s;      // --time-limit
     std::optional<double> max_memory_bytes;  // --max-memory: the process's resident memory
     bool progress = false;                   // a progress line on standard error (a terminal)
+    std::optional<std::string> rank_by;      // --rank-by: time, rented-cost, owned-cost, energy
 };
 
 // Throws InputError for a bad study (file:line:key). 0 when every pair has a plan that fits;

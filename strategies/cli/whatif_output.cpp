@@ -3,11 +3,14 @@
 #include "strategies/cli/cost_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "strategies/cli/json_result.hpp"
 #include "strategies/cli/search_output.hpp"
+#include "strategies/cli/text_report.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -27,12 +30,15 @@ std::vector<std::string> model_names(const WhatifResult& r) {
     return names;
 }
 
+// The criteria with their words in "wins" and in the JSON's winners (the rented cost is "cost").
+constexpr std::pair<Criterion, const char*> kWinWords[] = {
+    {Criterion::Time, "time"}, {Criterion::Cost, "cost"}, {Criterion::Energy, "energy"},
+    {Criterion::OwnedCost, "owned-cost"}};
+
 // "time cost" for the criteria this row wins among the rows of its model.
 std::string wins_of(const WhatifResult& r, std::size_t i) {
     std::string wins;
-    const std::pair<Criterion, const char*> criteria[] = {
-        {Criterion::Time, "time"}, {Criterion::Cost, "cost"}, {Criterion::Energy, "energy"}};
-    for (const auto& [c, word] : criteria)
+    for (const auto& [c, word] : kWinWords)
         if (winner(r, r.rows[i].model, c) == i) {
             if (!wins.empty()) wins.push_back(' ');
             wins.append(word);
@@ -54,11 +60,43 @@ std::string csv_text(const nlohmann::ordered_json& v) {
     return q;
 }
 
+const RunResult& best_result(const WhatifRow& row) { return *row.search.plans.outcomes[*row.best].result; }
+
 // The price the row's cost used: the study's, else the catalog's (0: none).
 double price_per_gpu_hour(const WhatifRow& row) {
     if (row.scenario.cost.gpu_hour_usd) return *row.scenario.cost.gpu_hour_usd;
     return row.training_cost && row.training_cost->inputs.gpu_hour_usd ? row.training_cost->inputs.gpu_hour_usd->value
                                                                        : 0.0;
+}
+
+// The rows of `model` again, in the table's order, with failures: goodput, the time to train
+// with checkpoints, restarts and lost work (strategies/goodput.hpp), and the costs over that time.
+void write_failures_table(std::ostream& out, const WhatifResult& r, const std::string& model) {
+    const auto order = ranked_rows(r, model, r.rank_by);
+    const bool any = std::any_of(order.begin(), order.end(), [&](std::size_t i) {
+        return r.rows[i].best && best_result(r.rows[i]).goodput;
+    });
+    if (!any) return;
+    fmt::print(out, "\nwith failures (interruptions, checkpoints and restarts)\n{:<16} {:>9} {:>8} {:>11} {:>11} {:>16} {:>14}\n", "cluster", "goodput %", "days",
+               "rented USD", "owned USD", "failures/GPU-day", "checkpoint");
+    for (const std::size_t i : order) {
+        const WhatifRow& row = r.rows[i];
+        if (!row.best || !best_result(row).goodput) continue;
+        const Goodput& g = *best_result(row).goodput;
+        const TrainingCost* c = row.training_cost_with_failures ? &*row.training_cost_with_failures : nullptr;
+        // A cost whose input nobody gives is said to be missing; a time that never ends has no cost.
+        auto usd = [&](const std::optional<double>& v) {
+            if (!g.effective_time_to_train_s) return std::string("never");
+            return c && v ? fmt::format("{:.4g}", *v) : std::string("no price");
+        };
+        fmt::print(out, "{:<16} {:>9.1f} {:>8} {:>11} {:>11} {:>16.2g} {:>14}\n", row.cluster, 100.0 * g.goodput,
+                   g.effective_time_to_train_s ? fmt::format("{:.1f}", *g.effective_time_to_train_s / kSecondsPerDay)
+                                               : std::string("never"),
+                   usd(c ? c->rented_usd : std::nullopt), usd(c ? c->owned_usd : std::nullopt),
+                   g.failures_per_gpu_day,
+                   std::isfinite(g.checkpoint_interval_s) ? "every " + human_duration(g.checkpoint_interval_s)
+                                                          : std::string("never"));
+    }
 }
 
 }  // namespace
@@ -83,6 +121,10 @@ nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
     j["global_batch"] = s.training.global_batch;
     j["status"] = row_status(row);
     j["wins"] = wins_of(r, i);
+    // The row's place among its model's clusters by --rank-by (1: first); null without the figure.
+    const auto order = ranked_rows(r, row.model, r.rank_by);
+    const auto place = std::find(order.begin(), order.end(), i) - order.begin();
+    j["rank"] = criterion_value(row, r.rank_by) ? nlohmann::ordered_json(place + 1) : nlohmann::ordered_json();
     if (row.best) {
         const SweepResult& p = row.search.plans;
         const RunResult& x = *p.outcomes[*row.best].result;
@@ -103,6 +145,9 @@ nlohmann::ordered_json whatif_row_json(const WhatifResult& r, std::size_t i) {
         j["cost_usd"] = row.cost_usd;
         j["energy_kwh"] = row.energy_kwh;
         if (row.training_cost) j["training_cost"] = cost_json(*row.training_cost);
+        if (x.goodput) j["goodput"] = goodput_json(*x.goodput);
+        if (row.training_cost_with_failures)
+            j["training_cost_with_failures"] = cost_json(*row.training_cost_with_failures);
     }
     const SearchCounts& c = row.search.counts;
     j["search"] = {{"candidates", c.candidates}, {"invalid", c.invalid},         {"pruned_memory", c.pruned_memory},
@@ -119,8 +164,10 @@ nlohmann::ordered_json whatif_json(const WhatifResult& r) {
     j["study"] = r.name;
     j["source_file"] = r.source_file;
     j["pue"] = r.pue;
+    j["pue_source"] = r.pue_source;
     j["threads"] = r.threads;
     j["wall_s"] = r.wall_s;
+    j["rank_by"] = criterion_name(r.rank_by);
     if (r.partial()) {
         j["partial"] = true;
         j["pairs_done"] = r.pairs_done();
@@ -132,11 +179,9 @@ nlohmann::ordered_json whatif_json(const WhatifResult& r) {
     j["winners"] = nlohmann::ordered_json::array();
     for (const auto& model : model_names(r)) {
         nlohmann::ordered_json w{{"model", model}};
-        const std::pair<Criterion, const char*> criteria[] = {
-            {Criterion::Time, "time"}, {Criterion::Cost, "cost"}, {Criterion::Energy, "energy"}};
-        for (const auto& [c, word] : criteria) {
+        for (const auto& [c, word] : kWinWords) {
             const auto i = winner(r, model, c);
-            w[word] = i ? nlohmann::ordered_json(r.rows[*i].cluster) : nlohmann::ordered_json();
+            w[c == Criterion::OwnedCost ? "owned_cost" : word] = i ? nlohmann::ordered_json(r.rows[*i].cluster) : nlohmann::ordered_json();
         }
         j["winners"].push_back(w);
     }
@@ -145,18 +190,22 @@ nlohmann::ordered_json whatif_json(const WhatifResult& r) {
 
 void write_whatif_csv(std::ostream& out, const WhatifResult& r) {
     std::vector<std::string> columns{
-        "cluster", "model", "gpu", "gpus", "nodes", "gpu_hour_usd", "node_power_kw", "tokens", "status", "wins",
+        "cluster", "model", "gpu", "gpus", "nodes", "gpu_hour_usd", "node_power_kw", "tokens", "status", "wins", "rank",
         "plan_text", "plan/tensor", "plan/pipeline", "plan/data", "plan/micro_batch", "plan/schedule",
         "plan/virtual_stages", "plan/recompute", "plan/tensor_mode", "plan/overlap_chunks",
         "plan/sequence_parallel", "plan/zero_stage", "iteration_time_s", "tokens_per_s", "mfu", "peak_memory_gb",
-        "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh", "training_cost/rented_usd",
-        "training_cost/owned_usd", "training_cost/owned_capex_usd", "training_cost/owned_energy_kwh",
-        "training_cost/owned_energy_usd"};
-    // Each input of the cost with its source, after the costs.
-    for (const char* input : {"gpu_hour_usd", "gpu_purchase_usd", "node_power_kw", "power_usd_per_kwh", "pue",
-                              "amortisation_years", "utilisation"})
-        for (const char* part : {"value", "source"})
-            columns.push_back(fmt::format("training_cost/inputs/{}/{}", input, part));
+        "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"};
+    // The costs, each input with its source, then goodput and the costs over the time with failures.
+    for (std::string column : cost_csv_columns("training_cost")) {
+        std::replace(column.begin(), column.end(), '.', '/');
+        columns.push_back(column);
+    }
+    columns.insert(columns.end(), {"goodput/goodput", "goodput/effective_time_to_train_s"});
+    for (std::string column : cost_csv_columns("training_cost_with_failures")) {
+        if (column.find(".inputs.") != std::string::npos) continue;
+        std::replace(column.begin(), column.end(), '.', '/');
+        columns.push_back(column);
+    }
     if (r.partial())
         fmt::print(out, "# partial: {} of {} pairs done ({})\n", r.pairs_done(), r.pairs_total, partial_reason(r));
     for (std::size_t k = 0; k < columns.size(); ++k) {
@@ -169,41 +218,60 @@ void write_whatif_csv(std::ostream& out, const WhatifResult& r) {
         const auto row = whatif_row_json(r, i);
         for (std::size_t k = 0; k < columns.size(); ++k) {
             const nlohmann::ordered_json::json_pointer ptr("/" + columns[k]);
-            fmt::print(out, "{}{}", k ? "," : "", row.contains(ptr) ? csv_text(row.at(ptr)) : "");
+            std::string cell = row.contains(ptr) ? csv_text(row.at(ptr)) : "";
+            if (cell.empty()) {
+                std::string dotted = columns[k];
+                std::replace(dotted.begin(), dotted.end(), '/', '.');
+                cell = csv_text(missing_input_cell(row, dotted));
+            }
+            fmt::print(out, "{}{}", k ? "," : "", cell);
         }
         fmt::print(out, "\n");
     }
 }
 
 void write_whatif_table(std::ostream& out, const WhatifResult& r) {
-    fmt::print(out, "what-if   {} ({}), PUE {:.2f}, {:.1f} s on {} threads\n", r.name, r.source_file, r.pue, r.wall_s,
-               r.threads);
+    fmt::print(out, "what-if   {} ({}), {:.1f} s on {} threads\nPUE       {:.2f}: {}\n", r.name, r.source_file, r.wall_s,
+               r.threads, r.pue, r.pue_source);
     if (r.partial())
         fmt::print(out, "partial   {} of {} pairs done ({})\n", r.pairs_done(), r.pairs_total, partial_reason(r));
     for (const auto& model : model_names(r)) {
-        fmt::print(out, "\nmodel {}\n{:<16} {:>6} {:>8} {:>9} {:>11} {:>11} {:>10} {:>6}  {:<14} {}\n", model, "cluster",
-                   "GPUs", "days", "GPU-hours", "cost USD", "energy MWh", "$/GPU-h", "MFU %", "wins", "best plan");
-        // (cost USD: rented; the owned cost and every input's source follow the tables)
-        for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        fmt::print(out, "\nmodel {} (ranked by {})\n{:<16} {:>6} {:>8} {:>9} {:>11} {:>11} {:>11} {:>10} {:>6}  {:<14} {}\n",
+                   model, criterion_name(r.rank_by), "cluster", "GPUs", "days", "GPU-hours", "rented USD", "owned USD",
+                   "energy MWh", "$/GPU-h", "MFU %", "wins", "best plan");
+        // (every cost input's source follows the tables)
+        for (const std::size_t i : ranked_rows(r, model, r.rank_by)) {
             const WhatifRow& row = r.rows[i];
-            if (row.model != model) continue;
             if (!row.best) {
                 fmt::print(out, "{:<16} {:>6}  {}\n", row.cluster, row.scenario.cluster.gpus(), row_status(row));
                 continue;
             }
             const RunResult& x = *row.search.plans.outcomes[*row.best].result;
-            fmt::print(out, "{:<16} {:>6} {:>8.1f} {:>9.3g} {:>11.4g} {:>11.4g} {:>10.2f} {:>6.1f}  {:<14} {}\n",
-                       row.cluster, x.gpus, row.time_to_train_s / kSecondsPerDay, row.gpu_hours, row.cost_usd,
-                       row.energy_kwh / 1000.0, price_per_gpu_hour(row), 100.0 * x.mfu,
-                       wins_of(r, i), plan_text(row.search.plans, *row.best));
+            // A cost or price whose input nobody gives is said to be missing, never shown as 0.
+            auto figure = [](const std::optional<double>& v, const char* format) {
+                return v ? fmt::format(fmt::runtime(format), *v) : std::string("no price");
+            };
+            const auto price = row.training_cost && row.training_cost->inputs.gpu_hour_usd
+                                   ? std::optional<double>(price_per_gpu_hour(row))
+                                   : std::nullopt;
+            fmt::print(out, "{:<16} {:>6} {:>8.1f} {:>9.3g} {:>11} {:>11} {:>11.4g} {:>10} {:>6.1f}  {:<14} {}\n",
+                       row.cluster, x.gpus, row.time_to_train_s / kSecondsPerDay, row.gpu_hours,
+                       figure(criterion_value(row, Criterion::Cost), "{:.4g}"),
+                       figure(criterion_value(row, Criterion::OwnedCost), "{:.4g}"), row.energy_kwh / 1000.0,
+                       figure(price, "{:.2f}"), 100.0 * x.mfu, wins_of(r, i), plan_text(row.search.plans, *row.best));
         }
-        for (const Criterion c : {Criterion::Time, Criterion::Cost, Criterion::Energy}) {
+        write_failures_table(out, r, model);
+        for (const auto& [c, word] : {std::pair{Criterion::Time, "fastest"}, std::pair{Criterion::Cost, "cheapest"},
+                                      std::pair{Criterion::OwnedCost, "cheapest owned"},
+                                      std::pair{Criterion::Energy, "least energy"}}) {
             const auto w = winner(r, model, c);
-            const char* word = c == Criterion::Time ? "fastest" : c == Criterion::Cost ? "cheapest" : "least energy";
-            fmt::print(out, "{:<13} {}\n", word, w ? r.rows[*w].cluster : std::string("none"));
+            fmt::print(out, "{:<14} {}\n", word, w ? r.rows[*w].cluster : std::string("none"));
         }
     }
-    fmt::print(out, "\nenergy: nodes x node power x time x PUE; cost: GPU-hours x price per GPU-hour\n");
+    fmt::print(out, "\nenergy: nodes x node power x time x PUE; rented: GPU-hours x price per GPU-hour; owned: "
+                    "purchase share + energy x power price; no price: an input the catalog lacks (set it in the study); "
+                    "with failures: the time and costs with interruptions, checkpoints and restarts (goodput; "
+                    "reliability.*, docs/scenario.md)\n");
     for (const WhatifRow& row : r.rows) {
         if (!row.training_cost) continue;
         fmt::print(out, "\n{} / {}\n", row.cluster, row.model);

@@ -17,6 +17,7 @@
 #include "strategies/cli/suggest.hpp"
 #include "strategies/cli/value_parse.hpp"
 #include "strategies/framework.hpp"
+#include "strategies/training_cost.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -67,7 +68,7 @@ constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node",
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
-                                      "transformer_engine"};
+                                      "transformer_engine", "fp8_recipe"};
 
 template <std::size_t N>
 std::vector<std::string> words(const char* const (&keys)[N]) {
@@ -88,6 +89,25 @@ void set_power(StudyCluster& c, const YAML::Node& e, const std::string& key, con
     }
     const int per_node = c.settings.cluster.gpus_per_node;
     double gpu_w = catalog.gpu(c.settings.cluster.gpu).tdp_watts;
+    if (!e["gpu_power_w"].IsDefined() && !e["node_overhead_w"].IsDefined()) {
+        // No power given: the catalog's cited system power at load, scaled to the node's GPUs
+        // (resolve_cost_inputs, as `cuboid run` takes it); else the GPUs' TDP alone, said so.
+        const CostInputs in = resolve_cost_inputs(c.settings, hw::Economics::builtin());
+        if (in.node_power_kw) {
+            c.node_power_kw = in.node_power_kw->value;
+            c.power_source = in.node_power_kw->source;
+            c.power_from_catalog = true;
+            c.settings.cost.node_power_kw = c.node_power_kw;
+            return;
+        }
+        c.power_source = fmt::format("{} x {} W (catalog TDP; no system power for {} in the catalog: the rest of "
+                                     "the node left out, set node_overhead_w)",
+                                     per_node, gpu_w, c.settings.cluster.gpu);
+        c.power_from_catalog = true;
+        c.node_power_kw = per_node * gpu_w / 1000.0;
+        c.settings.cost.node_power_kw = c.node_power_kw;
+        return;
+    }
     c.power_source = fmt::format("{} x {} W (catalog TDP)", per_node, gpu_w);
     if (const YAML::Node v = e["gpu_power_w"]; v.IsDefined()) {
         gpu_w = read_power_w(v, r.at(key + ".gpu_power_w", v));
@@ -154,7 +174,7 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
         if (std::find(std::begin(kModelKeys), std::end(kModelKeys), k) == std::end(kModelKeys))
             throw InputError(w, unknown_name_message("model key", k, words(kModelKeys)));
         const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework" ||
-                              k == "transformer_engine";
+                              k == "transformer_engine" || k == "fp8_recipe";
         r.set(m.settings, (training ? "training." : "model.") + k, it->second, w);
     }
     if (!m.settings.training.tokens)
@@ -197,6 +217,10 @@ Study load_study_text(const std::string& text, const std::string& file, const Na
     if (const YAML::Node p = root["pue"]; p.IsDefined()) {
         s.pue = number_between(p.IsScalar() ? p.Scalar() : "", r.at("pue", p), 1.0, hw::limits::kMaxPue);
         s.pue_given = true;
+        s.pue_source = "pue in " + file;
+    } else {
+        s.pue = hw::Economics::builtin().defaults.pue.value;
+        s.pue_source = hw::Economics::builtin().defaults.pue.source;
     }
     if (const YAML::Node search = root["search"]; search.IsDefined()) s.search = search;
     const YAML::Node clusters = r.required_list(root, "clusters");

@@ -19,10 +19,13 @@ struct StudyCluster {
     std::string name;
     Scenario settings;         // cluster.* and cost.* keys set; the rest default
     double gpu_hour_usd = 0.0;  // the study's, else the catalog's cloud price of the GPU
-    // Power of one node while training: gpus_per_node x GPU power (default: the catalog's TDP)
-    // + the node's other parts (CPUs, memory, NICs, fans: node_overhead_w); or node_power_kw.
+    // Power of one node while training: node_power_kw; or gpus_per_node x GPU power (gpu_power_w,
+    // default the catalog's TDP) + the node's other parts (CPUs, memory, NICs, fans:
+    // node_overhead_w); with none of them, the catalog's system power (economics.yaml) per GPU x
+    // gpus_per_node, else the GPUs' TDP alone.
     double node_power_kw = 0.0;
     std::string power_source;  // how node_power_kw was obtained, for the report
+    bool power_from_catalog = false;  // no power key in the study: the catalog's figure and source
 };
 
 struct StudyModel {
@@ -33,8 +36,11 @@ struct StudyModel {
 struct Study {
     std::string name;
     std::string source_file;
-    double pue = 1.0;          // facility power / IT power: energy is IT energy x pue
-    bool pue_given = false;    // the study sets pue (else the owned cost uses the catalog's default)
+    // Facility power / IT power: energy is IT energy x pue, for the energy column and the owned
+    // cost alike. Default: the catalog's cited industry average (economics.yaml).
+    double pue = 1.0;
+    bool pue_given = false;    // the study sets pue
+    std::string pue_source;    // "pue in FILE", or the catalog default's source
     std::vector<StudyCluster> clusters;
     std::vector<StudyModel> models;
     YAML::Node search;         // the study's `search:` section, for every pair; may be undefined

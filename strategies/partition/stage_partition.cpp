@@ -84,6 +84,12 @@ NodeCost layer_cost(const Scenario& sc, const Layout& l, const LayerContext& bas
     n.stash_ckpt_bytes = forward_only(base.with_policy(Recompute::Full), r).kept;
     n.static_bytes = resident_state_bytes(layer_parameter_count_per_rank(sc.model, l.tensor), sc.training.precision,
                                           sc.parallel.zero_stage, l.data).value;
+    if (sc.model.moe()) {  // every layer priced as an expert layer (the dense ones are lighter)
+        const LayerParameters moe = layer_parameters(sc.model, sc.model.layers - 1, l.tensor, l.expert, l.expert_tensor);
+        n.static_bytes = resident_state_bytes(StageParameters{moe.dense, moe.expert}, l, sc.training.precision,
+                                              sc.parallel.zero_stage, l.data)
+                             .value;
+    }
     return n;
 }
 
@@ -95,7 +101,7 @@ NodeCost end_cost(const Scenario& sc, const Layout& l, const LayerContext& c, co
         head ? emit_head_forward(e, x) : emit_embedding_forward(e, x);
         head ? emit_head_backward(e, x) : emit_embedding_backward(e, x);
     };
-    const double params = head ? head_parameters_per_rank(sc.model, l.tensor, l.pipeline)
+    const double params = head ? head_parameters_per_rank(sc.model, l.tensor, l.tied_pipeline())
                                : embedding_parameters_per_rank(sc.model, l.tensor);
     NodeCost n;
     n.time = emitted(c, r, both).time;
@@ -105,11 +111,17 @@ NodeCost end_cost(const Scenario& sc, const Layout& l, const LayerContext& c, co
 }
 
 // Micro-batches a stage holds at its peak: all m under GPipe, min(p-s, m) under 1F1B and SCP,
-// and the interleaved warm-up plus one spread over the stage's v chunks.
+// the interleaved warm-up plus one spread over the stage's v chunks, and under ZB-H1 an upper
+// bound, min(p, m): 1F1B's p-s plus the s whose W is pending, counted whole (they keep only the
+// inputs of their weight-gradient GEMMs; the program's peak, which the memory check uses, has
+// the exact bytes); under ZB-V the 2p chunk passes a stage holds at most (Qi et al. §6), half on
+// each of its two chunks.
 double in_flight(const Scenario& sc, const Layout& l, int stage) {
     const int p = l.pipeline, m = l.micro_batches, v = l.virtual_stages;
     switch (sc.parallel.schedule) {
         case Schedule::GPipe: return m;
+        case Schedule::ZeroBubbleH1: return std::min(p, m);
+        case Schedule::ZeroBubbleV: return std::min(p, m);  // each of the 2 chunks: half of the 2p
         case Schedule::Interleaved:
             return (std::min(m * v, 2 * (p - stage - 1) + (v - 1) * p) + 1.0) / v;
         default: return std::min(p - stage, m);
@@ -142,9 +154,11 @@ PartitionProblem partition_problem(const Scenario& sc, const Layout& l, const hw
     const GpuFigures gpu = gpu_figures(sc, builtin);
     sim::Program scratch;
     const Labels labels = intern_labels(scratch);
-    LayerContext base = LayerContext::make(
-        LayerDims::make(sc.model, sc.training.micro_batch, l.tensor, sc.parallel.sequence_parallel, sc.training.precision),
-        sc.parallel.recompute, labels);
+    LayerDims dims =
+        LayerDims::make(sc.model, sc.training.micro_batch, l.tensor, sc.parallel.sequence_parallel, sc.training.precision);
+    dims.set_context(l.context, l.context_mode);
+    dims.set_experts(sc.model, l.expert, l.expert_tensor);
+    LayerContext base = LayerContext::make(dims, sc.parallel.recompute, labels);
     base.tp_backward_overlap = sc.parallel.tp_backward_overlap;
     base.overlap_chunks = sc.parallel.overlap_chunks;
 
@@ -158,7 +172,7 @@ PartitionProblem partition_problem(const Scenario& sc, const Layout& l, const hw
     const bool checkpointing = r == Recompute::Full || r == Recompute::StageAware;
     const int chunks = l.pipeline * l.virtual_stages;
     for (int j = 0; j < chunks; ++j) {
-        const int stage = j % l.pipeline;
+        const int stage = l.stage_of_chunk(j);
         pr.in_flight.push_back(in_flight(sc, l, stage));
         // SCP's last stage never recomputes (Merak's rule). Stage-aware checkpoints, per
         // candidate chunk, the fewest layers that fit: pricing it as full recompute would load

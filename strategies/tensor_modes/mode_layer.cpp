@@ -34,7 +34,6 @@ using sim::OpCategory;
 using sim::OpKind;
 
 std::size_t idx(LayerOp op) { return static_cast<std::size_t>(op); }
-OpCategory category(Phase ph) { return ph == Phase::Recompute ? OpCategory::Recompute : OpCategory::Compute; }
 double freed(const LayerContext& c, LayerOp op) { return c.memory.forward[idx(op)] + c.memory.recompute[idx(op)]; }
 
 int chunks_of(const LayerContext& c) {

@@ -45,7 +45,6 @@ using sim::OpKind;
 std::size_t idx(LayerOp op) { return static_cast<std::size_t>(op); }
 double elems(std::int64_t a, std::int64_t b) { return static_cast<double>(a) * static_cast<double>(b); }
 
-OpCategory category(Phase ph) { return ph == Phase::Recompute ? OpCategory::Recompute : OpCategory::Compute; }
 
 double freed(const LayerContext& c, LayerOp op) { return c.memory.forward[idx(op)] + c.memory.recompute[idx(op)]; }
 

@@ -34,4 +34,14 @@ inline Outcome run_cuboid(const std::string& args) {
     return o;
 }
 
+// Writes `text` to the file `prefix` + `name` of the temporary folder and returns its path (each
+// test's own prefix keeps the tests that run at once apart).
+inline std::string write_temp_file(const std::string& prefix, const std::string& name, const std::string& text) {
+    std::string file = prefix;
+    file += name;
+    const auto path = std::filesystem::temp_directory_path() / file;
+    std::ofstream(path) << text;
+    return path.string();
+}
+
 }  // namespace cuboid::cli::test

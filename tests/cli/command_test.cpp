@@ -85,6 +85,21 @@ TEST_CASE("run: a missing file and a bad --set are bad input naming where", "[cl
     CHECK(contains(unknown_set.err, "did you mean 'cluster.nodes'?"));
 }
 
+TEST_CASE("zb-h1: listed, printed with its W passes, named in the report, refused with 2d", "[cli][main]") {
+    CHECK(contains(run_cli({"list", "schedules"}).out, "zb-h1"));
+    const auto o = run_cli(with({"run", kDefault, "--print-schedule", "--set", "parallel.schedule=zb-h1"}, kSmall));
+    CHECK(o.code == 0);
+    // p = 2, m = 16: stage 1 defers each W by one micro-batch.
+    CHECK(contains(o.out, "s1: F0 B0 F1 B1 W0 F2 B2 W1"));
+    CHECK(contains(o.out, "zb-h1 schedule"));
+    const auto two_d = run_cli(with(with({"run", kDefault}, kSmall),  // the later --set wins
+                                    {"--set", "parallel.schedule=zb-h1", "--set", "parallel.tensor_mode=2d", "--set",
+                                     "parallel.tensor=4", "--set", "parallel.data=4"}));
+    CHECK(two_d.code == 2);
+    CHECK(contains(two_d.err, "'parallel.tensor_mode'"));
+    CHECK(contains(two_d.err, "zb-h1 splits each layer's backward"));
+}
+
 TEST_CASE("run: degrees that do not multiply to the GPU count point at the key", "[cli][main]") {
     // default.yaml has 64 nodes x 8 GPUs and t=8 p=2 d=32; with t=4, t*p*d = 256 != 512. The
     // data degree written in the file is the inconsistent one: its line is reported.

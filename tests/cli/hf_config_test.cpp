@@ -4,6 +4,7 @@
 // scenario's own model keys win over the imported ones.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,6 +52,13 @@ std::string llama_with(const std::string& field, const std::string& value) {
     return j.dump();
 }
 
+// The small Llama config with the fields of a JSON object added.
+std::string llama_with_all(const std::string& fields) {
+    nlohmann::json j = nlohmann::json::parse(llama_with("model_type", "\"llama\""));
+    j.update(nlohmann::json::parse(fields));
+    return j.dump();
+}
+
 bool has_note(const ModelSpec& m, const std::string& part) {
     for (const auto& n : m.imported->notes)
         if (contains(n, part)) return true;
@@ -89,6 +97,16 @@ TEST_CASE("Meta-Llama-3-8B's published config has exactly the llama3-8b preset's
     CHECK(imported.imported->fields_read.size() == 8);
     CHECK(imported.imported->fields_read.front() ==
           std::pair<std::string, std::string>{"num_hidden_layers", "model.layers"});
+    // Every other field of the file is named as not read; none that was read or checked is.
+    const auto& unread = imported.imported->fields_not_read;
+    for (const char* field : {"rope_theta", "rope_scaling", "rms_norm_eps", "bos_token_id", "torch_dtype", "hidden_act"})
+        CHECK(std::find(unread.begin(), unread.end(), field) != unread.end());
+    for (const char* field : {"hidden_size", "num_key_value_heads", "model_type", "tie_word_embeddings", "architectures"})
+        CHECK(std::find(unread.begin(), unread.end(), field) == unread.end());
+    std::ifstream file(kConfigs / "meta-llama-3-8b.json");
+    const auto fields = nlohmann::json::parse(file).size();
+    // read (8) + checked only (architectures, tie_word_embeddings) + not read = every field.
+    CHECK(unread.size() + imported.imported->fields_read.size() + 2 == fields);
 }
 
 TEST_CASE("cuboid run with Llama-3-8B's config gives the llama3-8b preset's fingerprint", "[cli][hf_config]") {
@@ -149,23 +167,67 @@ TEST_CASE("Mistral-7B's active sliding window is named", "[cli][hf_config]") {
     CHECK(has_note(m, "sliding_window 4096"));
 }
 
-TEST_CASE("what cuboid cannot model is refused, naming the field", "[cli][hf_config]") {
-    const auto mixtral = input_error_of([] { published("mixtral-8x7b-v0.1.json"); });
-    CHECK(mixtral.where().key == "/num_local_experts");
-    CHECK(contains(mixtral.what(), "num_local_experts = 8"));
-    CHECK(contains(mixtral.what(), "mixture of experts"));
+TEST_CASE("a mixture of experts is read: experts, top-k, expert size, shared experts, dense layers",
+          "[cli][hf_config]") {
+    // Mixtral: 8 experts of intermediate_size, top-2.
+    const ModelSpec mixtral = published("mixtral-8x7b-v0.1.json");
+    CHECK(mixtral.experts == 8);
+    CHECK(mixtral.top_k() == 2);
+    CHECK(mixtral.expert_ffn_or_default() == 14336);
+    CHECK(mixtral.shared_experts == 0);
+    // A DeepSeek-V2-like shape without MLA: routed and shared experts, the first dense layer.
+    const ModelSpec deepseek = import_hf_config(
+        R"({"model_type": "deepseek_v2", "num_hidden_layers": 27, "hidden_size": 2048, "num_attention_heads": 16,
+        "intermediate_size": 10944, "vocab_size": 102400, "n_routed_experts": 64, "num_experts_per_tok": 6,
+        "moe_intermediate_size": 1408, "n_shared_experts": 2, "first_k_dense_replace": 1})",
+        "c.json");
+    CHECK(deepseek.experts == 64);
+    CHECK(deepseek.top_k() == 6);
+    CHECK(deepseek.expert_ffn_hidden == 1408);
+    CHECK(deepseek.shared_experts == 2);
+    CHECK(deepseek.dense_layers == 1);
+    CHECK(deepseek.ffn_hidden == 10944);  // the dense layer's MLP
+    // Qwen2-MoE: the shared expert by its size, a multiple of the expert size.
+    const ModelSpec qwen = import_hf_config(
+        llama_with_all(R"({"num_experts": 60, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632})"),
+        "c.json");
+    CHECK(qwen.experts == 60);
+    CHECK(qwen.shared_experts == 4);
+}
 
+TEST_CASE("what cuboid cannot model is refused, naming the field", "[cli][hf_config]") {
     // A DeepSeek-V3-like shape: every refused field is named, the first is the location.
+    // The shape fields of deepseek-ai/DeepSeek-V3's config.json (its MoE, MLA and multi-token
+    // prediction fields as published).
     const auto deepseek = import_error(R"({"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
         "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432, "vocab_size": 129280,
-        "n_routed_experts": 256, "kv_lora_rank": 512, "q_lora_rank": 1536})");
-    CHECK(deepseek.where().key == "/n_routed_experts");
-    CHECK(contains(deepseek.what(), "n_routed_experts = 256"));
-    CHECK(contains(deepseek.what(), "kv_lora_rank = 512"));
-    CHECK(contains(deepseek.what(), "q_lora_rank = 1536"));
+        "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+        "first_k_dense_replace": 3, "moe_layer_freq": 1, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc",
+        "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5,
+        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+        "num_nextn_predict_layers": 1, "rope_theta": 10000})");
+    CHECK(deepseek.where().key == "/kv_lora_rank");
+    for (const char* field :
+         {"kv_lora_rank = 512", "q_lora_rank = 1536", "qk_nope_head_dim = 128", "qk_rope_head_dim = 64",
+          "v_head_dim = 128", "num_nextn_predict_layers = 1"}) {
+        INFO(field);
+        CHECK(contains(deepseek.what(), field));
+    }
+    CHECK(contains(deepseek.what(), "multi-head latent attention"));
+    CHECK(contains(deepseek.what(), "multi-token prediction"));
+    CHECK(contains(deepseek.what(), "mapped: num_hidden_layers -> model.layers"));
+    // Its mixture of experts is read, so it is named among the mapped fields, not the refused.
+    CHECK(contains(deepseek.what(), "n_routed_experts -> model.experts"));
+    CHECK(contains(deepseek.what(), "first_k_dense_replace -> model.dense_layers"));
+    CHECK_FALSE(contains(deepseek.what(), "n_routed_experts = 256"));
+    CHECK_FALSE(contains(deepseek.what(), "rope_theta"));  // no effect on the shape: not named
 
-    const auto qwen_moe = import_error(llama_with("num_experts", "60"));
-    CHECK(qwen_moe.where().key == "/num_experts");
+    // Experts every second layer, and a shared expert of part of an expert.
+    const auto sparse_step = import_error(llama_with_all(R"({"num_experts": 60, "decoder_sparse_step": 2})"));
+    CHECK(sparse_step.where().key == "/decoder_sparse_step");
+    const auto shared = import_error(
+        llama_with_all(R"({"num_experts": 60, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 1000})"));
+    CHECK(shared.where().key == "/shared_expert_intermediate_size");
 
     // Qwen3-0.6B's heads are wider than hidden / heads.
     const auto head_dim = import_error(llama_with("head_dim", "128"));
@@ -237,10 +299,17 @@ TEST_CASE("model.hf_config in a scenario: relative to its folder, overridden by 
     CHECK(s.model.imported->path == (dir / "mistral-7b-v0.1.json").lexically_normal().string());
 
     // The scenario's location comes first, then the config's own.
-    const std::string moe = scenario_in(dir, "  hf_config: mixtral-8x7b-v0.1.json\n");
-    const auto e = input_error_of([&] { load_scenario_file(moe, names); });
-    check_located(e, moe, 2, "model.hf_config");
-    CHECK(contains(e.what(), "mixtral-8x7b-v0.1.json: '/num_local_experts'"));
+    const std::string moe = scenario_in(dir, "  hf_config: mixtral-8x7b-v0.1.json\n  experts_per_token: 1\n");
+    const Scenario mixtral = load_scenario_file(moe, names);
+    CHECK(mixtral.model.experts == 8);
+    CHECK(mixtral.model.top_k() == 1);  // the key written wins over num_experts_per_tok
+    const std::string deep_bad = scenario_in(dir, "  hf_config: bad-moe.json\n");
+    {
+        std::ofstream(dir / "bad-moe.json") << llama_with_all(R"({"num_experts": 60, "decoder_sparse_step": 2})");
+    }
+    const auto e = input_error_of([&] { load_scenario_file(deep_bad, names); });
+    check_located(e, deep_bad, 2, "model.hf_config");
+    CHECK(contains(e.what(), "bad-moe.json: '/decoder_sparse_step'"));
 
     const std::string absent = scenario_in(dir, "  hf_config: none.json\n");
     check_located(input_error_of([&] { load_scenario_file(absent, names); }), absent, 2, "model.hf_config");
@@ -280,11 +349,16 @@ TEST_CASE("the report and the JSON show the config fields read and the notes", "
     CHECK(j["model_import"]["fields_read"]["num_key_value_heads"] == "model.kv_heads");
     CHECK(j["model_import"]["fields_read"]["max_position_embeddings"] == "model.seq_len");
     CHECK(j["model_import"]["notes"].size() == 1);
+    const auto& unread = j["model_import"]["fields_not_read"];
+    CHECK(std::find(unread.begin(), unread.end(), "rope_theta") != unread.end());
+    CHECK(std::find(unread.begin(), unread.end(), "sliding_window") == unread.end());  // read: it has a note
     std::ostringstream report;
     write_report(report, s, r);
     CHECK(contains(report.str(), "(mistral, MistralForCausalLM): 32 layers"));
     CHECK(contains(report.str(), "num_key_value_heads -> model.kv_heads"));
     CHECK(contains(report.str(), "note      sliding_window 4096"));
+    CHECK(contains(report.str(), "\nnot read  "));
+    CHECK(contains(report.str(), "rope_theta"));
     // A preset's run has no import record.
     const Scenario p = load_scenario_file(scenario_in(dir, "  preset: llama3-8b\n"), names);
     CHECK_FALSE(result_json(p, run_scenario(p)).contains("model_import"));

@@ -73,6 +73,10 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("training.transformer_engine=maybe", "training.transformer_engine", "expected true or false");
     check("parallel.shard_group=0", "parallel.shard_group", "must be >= 1");
     check("parallel.shard_group=two", "parallel.shard_group", "expected an integer");
+    check("parallel.context=0", "parallel.context", "must be >= 1");
+    check("parallel.context=two", "parallel.context", "expected an integer");
+    check("parallel.context_mode=ulysses", "parallel.context_mode", "allowed: ring, all-gather, all-to-all");
+    check("training.fp8_recipe=nvfp4", "training.fp8_recipe", "allowed: delayed, current, mxfp8");
     check("reliability.failures_per_gpu_day=2", "reliability.failures_per_gpu_day", "must be between 0 and 1");
     check("reliability.checkpoint_gb_per_s=0", "reliability.checkpoint_gb_per_s", "must be between");
     check("reliability.checkpoint_interval_s=0.5", "reliability.checkpoint_interval_s", "must be between 1 and");

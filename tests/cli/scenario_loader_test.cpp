@@ -137,7 +137,7 @@ TEST_CASE("an unknown enumerated name lists the allowed names", "[cli][loader]")
     CHECK(contains(p.what(), "fp32, tf32, fp16, bf16, fp8"));
     const auto s = load_error("parallel:\n  schedule: 1f2b\n");
     check_located(s, "t.yaml", 2, "parallel.schedule");
-    CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path"));
+    CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v"));
     CHECK(contains(s.what(), "did you mean '1f1b'?"));
     const auto n = load_error("cluster:\n  inter_node:\n    topology: torus\n");
     check_located(n, "t.yaml", 3, "cluster.inter_node.topology");

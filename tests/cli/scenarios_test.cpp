@@ -60,7 +60,9 @@ TEST_CASE("docs/scenario.md documents every scenario key", "[cli][docs]") {
     REQUIRE_FALSE(doc.empty());
     for (const auto& key : cli::scenario_keys()) {
         INFO(key.key);
-        CHECK(doc.find("`" + std::string(key.key) + "`") != std::string::npos);
+        std::string quoted = "`";
+        quoted.append(key.key).append("`");
+        CHECK(doc.find(quoted) != std::string::npos);
     }
 }
 

@@ -15,6 +15,7 @@
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_output.hpp"
 #include "strategies/cli/search_run.hpp"
+#include "strategies/cli/search_share.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -42,6 +43,20 @@ SearchSpace small_space(const Scenario& base) {
     sp.tensor_mode = {"1d"};
     sp.overlap_chunks = {1};
     sp.zero_stage = {0, 1};
+    sp.context = {1};
+    return sp;
+}
+
+// `sp` cut to one plan per degree: micro-batch 1, 1F1B, no recomputation, 1-D tensor parallelism
+// without chunked overlap, ZeRO 1; sequence parallelism as given.
+SearchSpace one_setting(SearchSpace sp, bool sequence_parallel) {
+    sp.micro_batch = {1};
+    sp.schedule = {"1f1b"};
+    sp.recompute = {"none"};
+    sp.tensor_mode = {"1d"};
+    sp.overlap_chunks = {1};
+    sp.sequence_parallel = {sequence_parallel};
+    sp.zero_stage = {1};
     return sp;
 }
 
@@ -109,7 +124,7 @@ TEST_CASE("the bound is a lower bound on every simulated plan of the space", "[s
         CHECK(all.bound_s[i] > 0.0);
         schedules.insert(all.plans.points[i][4]);
     }
-    CHECK(schedules.size() == 4);  // every schedule was bounded and simulated
+    CHECK(schedules.size() == 6);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v  // every schedule was bounded and simulated
 }
 
 TEST_CASE("the bound carries the communication that cannot overlap and stays below the simulation",
@@ -130,6 +145,7 @@ TEST_CASE("the bound carries the communication that cannot overlap and stays bel
     sp.overlap_chunks = {1};
     sp.sequence_parallel = {false};
     sp.zero_stage = {0, 1, 2, 3};
+    sp.context = {1};
     const SearchCandidates c = search_candidates(sp, base);
     std::set<std::string> schedules, zero_stages, data_degrees;
     int bounded = 0, data_parallel = 0, communication_in_bound = 0;
@@ -152,11 +168,45 @@ TEST_CASE("the bound carries the communication that cannot overlap and stays bel
         }
     }
     CHECK(bounded > 60);
-    CHECK(schedules.size() == 4);
+    CHECK(schedules.size() == 6);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v
     CHECK(zero_stages.size() == 4);
     CHECK(data_degrees.size() >= 4);
     CHECK(data_parallel > 0);
     CHECK(communication_in_bound == data_parallel);
+}
+
+TEST_CASE("context parallelism in the search: every mode and degree, bounded below the simulation", "[search]") {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    SearchSpace sp = one_setting(full_search_space(base), true);
+    sp.tensor = {1, 2};
+    sp.pipeline = {1, 2};
+    CHECK(sp.context == std::vector<int>{1, 2, 4, 8});
+    const SearchCandidates c = search_candidates(sp, base);
+    std::set<std::string> seen;
+    for (const auto& point : c.points) {
+        // tensor x pipeline x context x data = 16 GPUs
+        CHECK(std::stoi(point[0]) * std::stoi(point[1]) * std::stoi(point[11]) * std::stoi(point[2]) == 16);
+        if (point[11] == "1") {
+            CHECK(point[12] == "ring");  // the mode is varied only with context parallelism
+            continue;
+        }
+        const CandidateCheck check = check_candidate(base, c.axes, point, names, cache);
+        REQUIRE(check.status == CandidateStatus::Feasible);
+        const PointOutcome run = run_point(base, c.axes, point, names, cache);
+        REQUIRE(run.result);
+        INFO(fmt::format("t{} p{} c{} {}", point[0], point[1], point[11], point[12]));
+        CHECK(check.bound.total_s() <= run.result->iteration_time_s);
+        seen.insert(point[11] + " " + point[12]);
+    }
+    CHECK(seen.size() == 9);  // context 2, 4, 8 in each of the three modes
+    // The default space adds context parallelism for long sequences only.
+    CHECK(default_search_space(base).context == std::vector<int>{1});
+    Scenario long_context = base;
+    long_context.model.seq_len = 32768;
+    CHECK(default_search_space(long_context).context == std::vector<int>{1, 2, 4, 8});
 }
 
 TEST_CASE("memory pruning agrees with the simulation's memory verdict", "[search]") {
@@ -243,16 +293,9 @@ SearchResult four_plan_search(const std::string& training_yaml) {
     const std::string training = "training: {global_batch: 16}\n";
     text.replace(text.find(training), training.size(), training_yaml);  // the training section as given
     const Scenario base = load_scenario_text(text, "tiny.yaml", "", names);
-    SearchSpace sp = default_search_space(base);
+    SearchSpace sp = one_setting(default_search_space(base), false);
     sp.tensor = {2, 4};
     sp.pipeline = {1, 2};
-    sp.micro_batch = {1};
-    sp.schedule = {"1f1b"};
-    sp.recompute = {"none"};
-    sp.tensor_mode = {"1d"};
-    sp.overlap_chunks = {1};
-    sp.sequence_parallel = {false};
-    sp.zero_stage = {1};
     SearchOptions o;
     o.threads = 1;
     o.keep = 4;
@@ -415,4 +458,58 @@ TEST_CASE("the search progress line names what was bounded, simulated and pruned
     p.simulating = false;
     p.bounded = 100;
     CHECK(search_progress_text(p) == "search: 100/640 bounded, 12 simulated, 580 pruned, 41 s elapsed");
+}
+
+TEST_CASE("search shares: two ranks' shares, sent as bytes, merge into one process's top plans", "[search]") {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    const SearchSpace sp = small_space(base);
+    SearchOptions o;
+    o.threads = 1;
+    o.keep = 3;
+    const SearchResult one = run_search(base, sp, names, cache, o);
+    const SearchCandidates candidates = search_candidates(sp, base);
+    std::vector<SearchShare> shares;
+    std::size_t checked = 0;
+    for (int k = 0; k < 2; ++k) {
+        o.share_rank = k;
+        o.share_size = 2;
+        const SearchResult part = run_search(base, sp, names, cache, o);
+        checked += part.counts.candidates;
+        for (const std::size_t c : part.candidate) CHECK(c % 2 == static_cast<std::size_t>(k));  // its share only
+        shares.push_back(decode_search_share(encode_search_share(part, "")));
+    }
+    CHECK(checked == candidates.points.size());
+    SearchResult merged = merge_search_shares(shares, candidates, one);
+    merged.plans = ranked(std::move(merged.plans));
+    CHECK(merged.plans.ranks == 2);
+    CHECK(merged.counts.candidates == one.counts.candidates);
+    CHECK(merged.counts.invalid == one.counts.invalid);
+    CHECK(merged.counts.pruned_memory == one.counts.pruned_memory);
+    CHECK(merged.counts.simulated >= one.counts.simulated);
+    // The 3 fastest plans that ran and fit, in ranking order.
+    const auto top3 = [](const SearchResult& r) {
+        std::vector<std::size_t> rows;
+        for (const std::size_t i : r.plans.order)
+            if (r.plans.outcomes[i].status == PointStatus::Ok && rows.size() < 3) rows.push_back(i);
+        return rows;
+    };
+    const auto top_one = top3(one), top_merged = top3(merged);
+    REQUIRE(top_one.size() == 3);
+    REQUIRE(top_merged.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+        CHECK(merged.plans.points[top_merged[k]] == one.plans.points[top_one[k]]);
+        // The same double: the outcome crossed as its 8 bytes.
+        CHECK(merged.plans.outcomes[top_merged[k]].result->iteration_time_s ==
+              one.plans.outcomes[top_one[k]].result->iteration_time_s);
+        CHECK(merged.bound_s[top_merged[k]] == one.bound_s[top_one[k]]);
+    }
+    // The plans in bound order, as one process takes them.
+    CHECK(std::is_sorted(merged.bound_s.begin(), merged.bound_s.end()));
+    // A rank that failed: the merge says which.
+    shares[1].failure = "bad input on that node";
+    CHECK_THROWS_WITH(merge_search_shares(shares, candidates, one), Catch::Contains("rank 1: bad input on that node"));
+    CHECK_THROWS(decode_search_share({0x01, 0x02}));
 }

@@ -96,6 +96,78 @@ const std::string kBinary = std::string("'") + CUBOID_BINARY + "' ";
 
 }  // namespace
 
+// A search of the same small model: its top plans from two ranks are one process's, bit for bit.
+TEST_CASE("mpirun -np 2 cuboid search ranks the top plans one process ranks", "[.mpi][mpi]") {
+    const std::string path = temp("search.yaml");
+    std::ofstream(path) << "name: small-search\nmodel:\n  preset: gpt-7.5b\ncluster:\n  gpu: a100-sxm-40gb\n"
+                           "  nodes: 2\n  gpus_per_node: 8\ntraining:\n  global_batch: 32\n";
+    const auto args = [&](const std::string& tag) {
+        return "search '" + path + "' --threads 1 --top 3 --quiet --json '" + temp(tag + ".json") + "'";
+    };
+    if (!CUBOID_MPI_BUILT) {
+        const Run refused = shell(kMpirun + kBinary + args("nompi"));
+        CHECK(refused.code != 0);
+        CHECK(refused.err.find("built without MPI") != std::string::npos);
+        return;
+    }
+    const Run one = shell(kBinary + args("search-one"));
+    INFO(one.err);
+    REQUIRE(one.code == 0);
+    const Run two = shell(kMpirun + kBinary + args("search-two"));
+    INFO(two.err);
+    REQUIRE(two.code == 0);
+    const json a = json::parse(slurp(temp("search-one.json"))), b = json::parse(slurp(temp("search-two.json")));
+    const json& top_a = a.at("plans");
+    const json& top_b = b.at("plans");
+    REQUIRE(top_a.size() == 3);
+    REQUIRE(top_b.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+        INFO("rank " << k + 1);
+        CHECK(top_b[k].at("plan_text") == top_a[k].at("plan_text"));
+        CHECK(top_b[k].at("iteration_time_s") == top_a[k].at("iteration_time_s"));  // the same double
+    }
+    // Every candidate is accounted for once across the ranks.
+    for (const char* count : {"candidates", "invalid", "pruned_memory"})
+        CHECK(b.at("search").at(count) == a.at("search").at(count));
+    CHECK(b.at("search").at("ranks") == 2);
+    CHECK(a.at("search").at("ranks") == 1);
+}
+
+// A study's pairs searched across two ranks: every row and winner is one process's.
+TEST_CASE("mpirun -np 2 cuboid whatif writes the rows one process writes", "[.mpi][mpi]") {
+    const std::string study = std::string(CUBOID_SOURCE_DIR) + "/tests/cli/data/html_study.yaml";
+    const auto args = [&](const std::string& tag) {
+        return "whatif '" + study + "' --threads 1 --quiet --json '" + temp(tag + ".json") + "'";
+    };
+    if (!CUBOID_MPI_BUILT) {
+        const Run refused = shell(kMpirun + kBinary + args("whatif-nompi"));
+        CHECK(refused.code != 0);
+        CHECK(refused.err.find("built without MPI") != std::string::npos);
+        return;
+    }
+    const Run one = shell(kBinary + args("whatif-one"));
+    INFO(one.err);
+    REQUIRE(one.code == 0);
+    const Run two = shell(kMpirun + kBinary + args("whatif-two"));
+    INFO(two.err);
+    REQUIRE(two.code == 0);
+    json a = json::parse(slurp(temp("whatif-one.json"))), b = json::parse(slurp(temp("whatif-two.json")));
+    REQUIRE(a.at("rows").size() == 3);
+    // The measured times and the search's own counts differ; the rows' plans and figures do not.
+    for (json* doc : {&a, &b}) {
+        doc->erase("wall_s");
+        for (auto& row : doc->at("rows")) {
+            row.erase("search");
+            if (row.contains("sim")) row["sim"].erase("wall_s");
+        }
+    }
+    CHECK(b.at("rows").dump() == a.at("rows").dump());
+    CHECK(b.at("winners") == a.at("winners"));
+    // A study that cannot be read: exit 2 from the ranks, the reason said once.
+    const Run bad = shell(kMpirun + kBinary + "whatif /nonexistent/study.yaml --quiet");
+    CHECK(bad.code == 2);
+}
+
 TEST_CASE("mpirun -np 2 cuboid sweep writes what one process writes", "[.mpi][mpi]") {
     if (!CUBOID_MPI_BUILT) {
         // Without MPI the program must refuse to run as N copies that would each write everything.

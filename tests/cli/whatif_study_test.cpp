@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hardware_models/economics.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/whatif_study.hpp"
 #include "strategies/training_cost.hpp"
@@ -178,4 +179,60 @@ TEST_CASE("the default study has a rented price for every cluster and an owned c
         if (in.purchase_usd_per_gpu && in.node_power_kw) ++owned;
     }
     CHECK(owned >= 5);  // the H100, H200 and B200 clusters (no purchase price was read for A100)
+}
+
+TEST_CASE("the studies under scenarios/studies type no cost, power or PUE key: every figure is the catalog's, cited",
+          "[whatif][cost]") {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(CUBOID_SOURCE_DIR) / "scenarios" / "studies")) {
+        if (entry.path().extension() != ".yaml") continue;
+        INFO(entry.path().string());
+        const Study s = load_study_file(entry.path().string(), builtin_name_resolvers());
+        CHECK_FALSE(s.pue_given);
+        CHECK(s.pue == hw::Economics::builtin().defaults.pue.value);
+        for (const StudyCluster& c : s.clusters) {
+            INFO(c.name);
+            CHECK_FALSE(c.settings.cost.gpu_hour_usd);
+            CHECK_FALSE(c.settings.cost.gpu_purchase_usd);
+            CHECK(c.power_from_catalog);
+            CHECK(c.power_source.find("hw §7.3") != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("a study cluster without power keys draws the catalog's system power; a study without pue the catalog's PUE",
+          "[whatif][cost]") {
+    const std::string text = std::string(kHead).substr(std::string(kHead).find("search:")) + kModels +
+                             "clusters:\n"
+                             "  - {name: h100, gpu: h100-sxm-80gb, nodes: 1, gpus_per_node: 4}\n"
+                             "  - {name: mi300x, gpu: mi300x-192gb, nodes: 1, gpus_per_node: 8}\n"
+                             "  - {name: typed, gpu: h100-sxm-80gb, nodes: 1, gpus_per_node: 8, node_overhead_w: 1000}\n";
+    const Study s = load_study_text(text, "s.yaml", builtin_name_resolvers());
+    // DGX H100: 10.2 kW for 8 GPUs (economics.yaml), so 5.1 kW for a node of 4, with the catalog's source.
+    CHECK(s.clusters[0].node_power_kw == Approx(10.2 / 8 * 4));
+    CHECK(s.clusters[0].power_source.find("DGX H100") != std::string::npos);
+    CHECK(s.clusters[0].power_from_catalog);
+    // No system power in the catalog for the MI300X: its GPUs' TDP alone (750 W), said so.
+    CHECK(s.clusters[1].node_power_kw == Approx(8 * 0.75));
+    CHECK(s.clusters[1].power_source.find("no system power for mi300x-192gb") != std::string::npos);
+    // A power key of the study wins over the catalog: 8 x 700 W TDP + 1000 W.
+    CHECK(s.clusters[2].node_power_kw == Approx(6.6));
+    CHECK_FALSE(s.clusters[2].power_from_catalog);
+    CHECK_FALSE(s.pue_given);
+    CHECK(s.pue == Approx(1.58));
+    CHECK(s.pue_source.find("Uptime") != std::string::npos);
+
+    // The energy column and the owned cost take the same PUE and node power, each with its source.
+    const std::string path = write_study("catalog-power.yaml", text);
+    const Outcome o = run_cli({"whatif", path, "--threads", "2", "--json", "-"});
+    INFO(o.err);
+    REQUIRE(o.code == 0);
+    const auto j = nlohmann::json::parse(o.out);
+    CHECK(j["pue"].get<double>() == Approx(1.58));
+    const auto& h100 = j["rows"][0];
+    const auto& in = h100["training_cost"]["inputs"];
+    CHECK(in["pue"]["value"].get<double>() == Approx(1.58));
+    CHECK(in["node_power_kw"]["value"].get<double>() == Approx(5.1));
+    CHECK(in["node_power_kw"]["source"].get<std::string>().find("hw §7.3 R[P20]") != std::string::npos);
+    CHECK(h100["energy_kwh"].get<double>() == Approx(h100["training_cost"]["owned_energy_kwh"].get<double>()));
 }

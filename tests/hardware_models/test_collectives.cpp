@@ -67,6 +67,23 @@ TEST_CASE("collectives: send/recv is S/B plus one step", "[collectives]") {
                 s.value / (25e9 * 0.94) + kBase + kNetStep + 0.13e-6);
 }
 
+TEST_CASE("collectives: a ring exchange moves S from every member to the next at once", "[collectives]") {
+    const auto hw = Hardware::build(a100_cluster(2), Catalog::load_builtin());
+    const Bytes s = gigabytes(0.1);
+    // Inside a node every GPU sends S on its own up-link and receives S on its down-link: S/B and
+    // one step, the time of one send, however many members.
+    for (const std::uint32_t p : {2u, 4u, 8u})
+        check_close(simulate(*hw, collective_program(16, OpKind::RingExchange, s, {iota_ranks(0, p)})),
+                    s.value / kNvLinkEff + kBase + kNvStep);
+    // Across nodes (ring 6, 7, 8, 9): two of the four transfers leave a node, each through its
+    // sender's own NIC, so a NIC carries S: the network step and one leaf switch crossing.
+    const auto plan = hw->collectives().plan(OpKind::RingExchange, s, iota_ranks(6, 4), 0);
+    REQUIRE(plan.plan.phases.size() == 1);
+    CHECK(plan.plan.phases[0].flows.size() == 4);
+    check_close(simulate(*hw, collective_program(16, OpKind::RingExchange, s, {iota_ranks(6, 4)})),
+                s.value / (25e9 * 0.94) + kBase + kNetStep + 0.13e-6);
+}
+
 TEST_CASE("collectives: two collectives sharing a NIC each get half of it", "[collectives]") {
     // 2 nodes x 2 GPUs, one NIC per node: groups {0, 2} and {1, 3} both cross both NICs.
     const auto hw = Hardware::build(a100_cluster(2, 2, 1), Catalog::load_builtin());

@@ -280,8 +280,8 @@ TEST_CASE("streams ordered with a communication op follow from the dependencies 
     const auto x = p.comm(l, OpKind::AllReduce, "x", 0, Bytes(1.0), stream::kTensorComm, OpCategory::TensorComm, {a});
     p.compute(l, "b", microseconds(1.0), stream::kCompute, OpCategory::Compute, {x});
     const auto d = p.comm(l, OpKind::AllReduce, "d", 1, Bytes(1.0), stream::kDataComm, OpCategory::DataComm, {a});
-    const std::vector<std::uint8_t> ordered = ordered_streams(p.program.op_lists[l]);
-    const auto bit = [](StreamId s) { return static_cast<std::uint8_t>(1U << s); };
+    const std::vector<StreamMask> ordered = ordered_streams(p.program.op_lists[l]);
+    const auto bit = [](StreamId s) { return static_cast<StreamMask>(1U << s); };
     // x: a finishes before it, b starts after it: the compute stream is ordered; d may run
     // beside it. A stream without ops is ordered with anything.
     CHECK((ordered[x] & bit(stream::kCompute)) != 0);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,24 @@ public:
         take();
         return id;
     }
+    // Runs to the end as the executor does: the flows due at one time end() one by one, then one
+    // settle() before the clock moves on.
+    std::map<FlowId, Time> run_settling() {
+        std::map<FlowId, Time> done;
+        while (!queue.empty() || net.unsettled()) {
+            if (net.unsettled() && (queue.empty() || queue.top().time != now_)) {
+                net.settle(now_);
+                take();
+                continue;
+            }
+            const auto e = queue.pop();
+            now_ = e.time;
+            if (!net.current(e.payload.flow, e.payload.version)) continue;
+            net.end(e.payload.flow, e.time);
+            done[e.payload.flow] = e.time;
+        }
+        return done;
+    }
     // Runs until `stop` (exclusive) or until no flow is left; returns finish times by flow id.
     std::map<FlowId, Time> run(Time stop = kTimeNever) {
         std::map<FlowId, Time> done;
@@ -51,6 +70,7 @@ public:
     std::deque<std::vector<LinkUse>> kept;
 
 private:
+    Time now_{0};
     void take() {
         for (const auto& c : net.completions()) queue.push(c.time, Due{c.flow, c.version});
         net.completions().clear();
@@ -192,6 +212,59 @@ TEST_CASE("a start re-shares only the flows connected to it", "[sim][flow_networ
     // The flow on link x shares nothing with it: only the new flow is announced.
     REQUIRE(d.net.completions().size() == 1);
     CHECK(d.net.completions().front().flow == b);
+}
+
+TEST_CASE("flows added or ended together and settled once end exactly as one by one", "[sim][flow_network]") {
+    // Four GPUs, each with an uplink and a downlink of its own and all through one switch link of
+    // less capacity: an all-to-all of 12 flows (with one older flow on the switch and one on a
+    // separate link, already running) and a lone flow on a link of its own. Some flows bottleneck
+    // on the switch, some on their GPU's links; sizes differ so that they end at different times.
+    std::vector<Link> links;
+    for (int g = 0; g < 4; ++g) {
+        links.push_back({"up" + std::to_string(g), gigabytes_per_second(1.0 + 0.25 * g)});
+        links.push_back({"down" + std::to_string(g), gigabytes_per_second(2.0 - 0.25 * g)});
+    }
+    links.push_back({"switch", gigabytes_per_second(3.0)});
+    links.push_back({"other", gigabytes_per_second(1.0)});
+    links.push_back({"alone", gigabytes_per_second(1.0)});
+    const LinkId kSwitch = 8, kOther = 9, kAlone = 10;
+    std::vector<std::vector<LinkUse>> a2a;
+    for (LinkId from = 0; from < 4; ++from)
+        for (LinkId to = 0; to < 4; ++to)
+            if (from != to) a2a.push_back({{2 * from, 1.0}, {kSwitch, 1.0}, {2 * to + 1, 1.0}});
+    const auto bytes = [](std::size_t i) { return 1e6 * static_cast<double>(1 + i % 5); };
+
+    const auto drive = [&](bool together, bool end_together = false) {
+        Driver d(links);
+        const FlowId old_switch = d.start({{kSwitch, 1.0}}, 4e6);
+        const FlowId old_other = d.start({{kOther, 1.0}}, 2e6);
+        d.run(Time(1'000'000'000));  // 1 ms: the old flows have moved part of their bytes
+        const Time now(1'000'000'000);
+        std::vector<FlowId> ids;
+        for (std::size_t i = 0; i < a2a.size(); ++i) {
+            d.kept.push_back(a2a[i]);
+            ids.push_back(together ? d.net.add(d.kept.back(), Bytes(bytes(i)), now, 0)
+                                   : d.net.start(d.kept.back(), Bytes(bytes(i)), now, 0));
+        }
+        d.kept.push_back({{kAlone, 1.0}});
+        ids.push_back(together ? d.net.add(d.kept.back(), Bytes(3e6), now, 0)
+                               : d.net.start(d.kept.back(), Bytes(3e6), now, 0));
+        if (together) d.net.settle(now);
+        for (const auto& c : d.net.completions()) d.queue.push(c.time, Due{c.flow, c.version});
+        d.net.completions().clear();
+        std::map<FlowId, Time> done = end_together ? d.run_settling() : d.run();
+        std::vector<std::int64_t> ends{done.at(old_switch).value, done.at(old_other).value};
+        for (const FlowId id : ids) ends.push_back(done.at(id).value);
+        return ends;
+    };
+    const std::vector<std::int64_t> one_by_one = drive(false), together = drive(true);
+    CHECK(together == one_by_one);
+    // Flows that end at one time, re-shared once (end(), then settle()), as the executor runs them.
+    CHECK(drive(true, true) == one_by_one);
+    // The all-to-all's flows do not all end at once: the test compares more than one re-share.
+    const std::set<std::int64_t> end_times(one_by_one.begin() + 2, one_by_one.end() - 1);
+    CHECK(end_times.size() > 3);
+    CHECK(end_times.size() < a2a.size());  // and some end at the same time: settled together
 }
 
 TEST_CASE("a flow without links is done at once", "[sim][flow_network]") {

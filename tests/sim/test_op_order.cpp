@@ -85,7 +85,7 @@ std::vector<std::vector<bool>> happens_before(const OpList& list) {
 // Checks ordered_streams' bits for communication op `o` against the definition: bit s is set
 // exactly when every op of stream s is ordered with o (`before`: happens_before(list)). Counts
 // the set and clear answers, so that callers can check both occur.
-void check_bits_of(const OpList& list, const std::vector<std::uint8_t>& ordered,
+void check_bits_of(const OpList& list, const std::vector<StreamMask>& ordered,
                    const std::vector<std::vector<bool>>& before, std::size_t o, int streams, int& set_bits,
                    int& clear_bits) {
     for (int s = 0; s < streams; ++s) {
@@ -109,7 +109,7 @@ TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are orde
     int clear_bits = 0;
     for (int trial = 0; trial < 40; ++trial) {
         const OpList list = random_list(rng, 60, kStreams);
-        const std::vector<std::uint8_t> ordered = ordered_streams(list);
+        const std::vector<StreamMask> ordered = ordered_streams(list);
         // The engine's index (compute chains merged, durations set) reads as the list does.
         const std::vector<Time> durations(list.ops.size(), Time(1000));
         CHECK(ordered_streams(OpListIndex(list, durations, true)) == ordered);
@@ -139,7 +139,7 @@ TEST_CASE("ordered_streams on long lists with rare communication matches its def
     int longest_gap = 0;  // compute ops between two communication ops of stream 4
     for (int trial = 0; trial < 3; ++trial) {
         const OpList list = training_like_list(rng, 1500);
-        const std::vector<std::uint8_t> ordered = ordered_streams(list);
+        const std::vector<StreamMask> ordered = ordered_streams(list);
         const auto before = happens_before(list);
         REQUIRE(ordered.size() == list.ops.size());
         int gap = 0;

@@ -17,7 +17,7 @@ namespace {
 
 RunResult run(const Scenario& sc) {
     static const hw::Catalog catalog = hw::Catalog::load_builtin();
-    return run_scenario(sc, RunOptions{{}, hw::Hardware::build(sc.cluster, catalog)});
+    return run_scenario(sc, RunOptions{.hardware = hw::Hardware::build(sc.cluster, catalog)});
 }
 
 Scenario stages(std::vector<int> stage_layers) {

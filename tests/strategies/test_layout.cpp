@@ -85,6 +85,22 @@ TEST_CASE("each invalid plan is rejected at its key") {
               s.training.global_batch = 6;  // 3 micro-batches: Merak's SCP needs m >= 4
           }) == "parallel.schedule");
     CHECK(rejected_key([](S s) { s.parallel.tensor_mode = TensorMode::ThreeD; }) == "parallel.tensor");  // t = 2 is not q^3
+    CHECK(rejected_key([](S s) {  // a valid 2d plan, but ZB-H1's split backward is 1d's
+              s.parallel.tensor = 4;
+              s.parallel.data = 1;
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.training.micro_batch = 2;
+              s.training.global_batch = 8;
+          }).empty());
+    CHECK(rejected_key([](S s) {
+              s.parallel.tensor = 4;
+              s.parallel.data = 1;
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.training.micro_batch = 2;
+              s.training.global_batch = 8;
+              s.parallel.schedule = Schedule::ZeroBubbleH1;
+          }) == "parallel.tensor_mode");
+    CHECK(rejected_key([](S s) { s.parallel.schedule = Schedule::ZeroBubbleH1; }).empty());
     // 3 sub-batches divide neither the micro-batch (1 sequence) nor seq_len 32.
     CHECK(rejected_key([](S s) { s.parallel.overlap_chunks = 3; }) == "parallel.overlap_chunks");
     CHECK(rejected_key([](S s) { s.parallel.shard_group = 1; }) == "parallel.shard_group");  // hybrid without ZeRO 3

@@ -31,7 +31,7 @@ Scenario small_plan(int p, int zero, Recompute recompute) {
 
 RunResult run(const Scenario& sc) {
     static const hw::Catalog catalog = hw::Catalog::load_builtin();
-    return run_scenario(sc, RunOptions{{}, hw::Hardware::build(sc.cluster, catalog)});
+    return run_scenario(sc, RunOptions{.hardware = hw::Hardware::build(sc.cluster, catalog)});
 }
 
 double sum_of_parts(const StageMemory& m) {

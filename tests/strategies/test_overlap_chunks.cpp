@@ -30,7 +30,7 @@ Scenario tp_scenario(int p, int k) {
 
 RunResult run(const Scenario& sc) {
     static const auto hardware = hw::Hardware::build(tp_scenario(1, 1).cluster, hw::Catalog::load_builtin());
-    return run_scenario(sc, RunOptions{{}, hardware});
+    return run_scenario(sc, RunOptions{.hardware = hardware});
 }
 
 }  // namespace
@@ -81,8 +81,8 @@ TEST_CASE("overlap_chunks: smaller GEMMs cost more per FLOP") {
     Scenario two = one;
     two.parallel.overlap_chunks = 2;
     const auto hardware = hw::Hardware::build(one.cluster, hw::Catalog::load_builtin());
-    CHECK(run_scenario(two, RunOptions{{}, hardware}).breakdown.compute_s >
-          run_scenario(one, RunOptions{{}, hardware}).breakdown.compute_s);
+    CHECK(run_scenario(two, RunOptions{.hardware = hardware}).breakdown.compute_s >
+          run_scenario(one, RunOptions{.hardware = hardware}).breakdown.compute_s);
 }
 
 TEST_CASE("overlap_chunks: no deadlock with every schedule and recompute policy") {
@@ -104,7 +104,7 @@ TEST_CASE("overlap_chunks: no deadlock with every schedule and recompute policy"
         sc.parallel.virtual_stages = c.v;
         sc.parallel.sequence_parallel = c.sp;
         const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
-        const RunResult r = run_scenario(sc, RunOptions{{}, hardware});
+        const RunResult r = run_scenario(sc, RunOptions{.hardware = hardware});
         CHECK(r.iteration_time_s > 0.0);  // simulate throws on a deadlock
     }
 }

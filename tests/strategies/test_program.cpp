@@ -72,7 +72,9 @@ TEST_CASE("the 1T row of Megatron SC'21 builds fast") {
     WARN("1T program: " << p.op_lists.size() << " op lists, " << ops << " ops, " << p.labels.size() << " labels, "
                         << p.groups.size() << " groups, built in " << took.count() << " s");
     CHECK(p.ranks.size() == 3072);
-    CHECK(p.labels.size() < 128);
+    // Labels name kinds of work (a kernel, a collective of a phase), not ops: a few hundred at most
+    // whatever the program's size.
+    CHECK(p.labels.size() < 256);
     // The design budget is well under one second (about 0.6 s single-threaded on a loaded 2-core
     // machine); the assertion is looser so that a busy CI machine does not fail it, while a
     // quadratic slip (minutes) still does.

@@ -26,7 +26,7 @@ TEST_CASE("run_scenario: throughput, FLOPs, MFU, breakdown and extras are consis
     sc.cost.gpu_hour_usd = 2.0;
     sc.cost.node_power_kw = 6.5;
     const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
-    const RunResult r = run_scenario(sc, RunOptions{{}, hardware});
+    const RunResult r = run_scenario(sc, RunOptions{.hardware = hardware});
 
     REQUIRE(r.iteration_time_s > 0.0);
     CHECK(r.gpus == 8);
@@ -89,9 +89,9 @@ TEST_CASE("tp_backward_overlap: a blocking input-gradient all-reduce costs at mo
     sc.model.heads = 16;
     sc.model.seq_len = 512;
     const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
-    const RunResult overlapped = run_scenario(sc, RunOptions{{}, hardware});
+    const RunResult overlapped = run_scenario(sc, RunOptions{.hardware = hardware});
     sc.parallel.tp_backward_overlap = false;
-    const RunResult blocking = run_scenario(sc, RunOptions{{}, hardware});
+    const RunResult blocking = run_scenario(sc, RunOptions{.hardware = hardware});
 
     const Layout layout = validate_plan(sc);
     const sim::Program program = build_program(sc, layout);
@@ -118,8 +118,8 @@ TEST_CASE("Transformer Engine's fp8 passes add their bytes' worth of HBM time to
     Scenario off = on;
     off.model.transformer_engine = false;
     const auto hardware = hw::Hardware::build(on.cluster, hw::Catalog::load_builtin());
-    const double added = run_scenario(on, RunOptions{{}, hardware}).iteration_time_s -
-                         run_scenario(off, RunOptions{{}, hardware}).iteration_time_s;
+    const double added = run_scenario(on, RunOptions{.hardware = hardware}).iteration_time_s -
+                         run_scenario(off, RunOptions{.hardware = hardware}).iteration_time_s;
     const sim::Program p = build_program(on, validate_plan(on));
     double bytes = 0.0;
     int kernels = 0;

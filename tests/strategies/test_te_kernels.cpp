@@ -5,9 +5,12 @@
 #include <map>
 #include <string>
 
+#include "hardware_models/catalog.hpp"
+#include "hardware_models/gpu_spec.hpp"
 #include "strategies/activation_memory.hpp"
 #include "strategies/framework.hpp"
 #include "strategies/layer_shapes.hpp"
+#include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "strategies/training_state.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
@@ -78,6 +81,74 @@ TEST_CASE("TE fp8: each cast and transpose has its closed-form bytes, once per l
         CHECK(got.bytes["B.rope"] == Approx(rope));
         CHECK(got.count["F.proj.cast"] == n);
     }
+}
+
+TEST_CASE("fp8 recipes: current scaling adds the amax pass and the producers' casts, MXFP8 writes both orientations with their scales") {
+    for (int t : {1, 2}) {
+        for (bool sp : {false, true}) {
+            if (sp && t == 1) continue;
+            Scenario sc = te_scenario(t, true, sim::Precision::Fp8, true);
+            sc.parallel.sequence_parallel = sp;
+            const double bs = static_cast<double>(sc.training.micro_batch) * sc.model.seq_len;
+            const double h = sc.model.hidden, ffn = sc.model.ffn_hidden, hd = h / sc.model.heads;
+            const double qkv = (sc.model.heads + 2.0 * sc.model.kv_heads) * hd;
+            const double a = 2.0, n = kLayers * kMicro, region = sp ? bs * h / t : bs * h;
+            INFO("t = " << t << ", sequence parallel " << sp);
+
+            sc.model.fp8_recipe = Fp8Recipe::Current;
+            LabelTotals cur = totals(sc);
+            // An amax pass (read 16 bits) before each standalone cast.
+            CHECK(cur.bytes["F.proj.cast"] == Approx(n * (2.0 * a + 2.0) * bs * h / t));
+            CHECK(cur.bytes["B.qkv.cast"] == Approx(n * (2.0 * a + 2.0) * bs * qkv / t));
+            CHECK(cur.bytes["B.fc2.cast"] == Approx(n * (2.0 * a + 2.0) * bs * h));
+            // LayerNorm's and the activation's 16-bit outputs cast row-wise (before the gather);
+            // the activation's backward output with its transpose.
+            CHECK(cur.bytes["F.qkv.cast"] == Approx(n * (a + 1.0) * region));
+            CHECK(cur.bytes["F.fc1.cast"] == Approx(n * (a + 1.0) * region));
+            CHECK(cur.bytes["F.fc2.cast"] == Approx(n * (a + 1.0) * bs * ffn / t));
+            CHECK(cur.bytes["B.fc1.cast"] == Approx(n * (a + 2.0) * bs * 2.0 * ffn / t));
+            CHECK(cur.bytes["B.qkv.transpose"] == Approx(n * 2.0 * bs * h));  // as under delayed
+
+            sc.model.fp8_recipe = Fp8Recipe::Mxfp8;
+            LabelTotals mx = totals(sc);
+            const double both = 2.0 * (1.0 + 1.0 / 32.0);  // two orientations, a scale byte per 32
+            CHECK(mx.bytes["F.proj.cast"] == Approx(n * (a + both) * bs * h / t));
+            CHECK(mx.bytes["B.proj.cast"] == Approx(n * (a + both) * bs * h));
+            // LayerNorm's output gathered in 16 bits, then cast whole; the activations quantize
+            // themselves; no transposes (the column-wise copies come from the casts).
+            CHECK(mx.bytes["F.qkv.cast"] == Approx(n * (a + both) * bs * h));
+            CHECK(mx.bytes["F.fc1.cast"] == Approx(n * (a + both) * bs * h));
+            CHECK(mx.count.count("F.fc2.cast") == 0);
+            CHECK(mx.count.count("B.fc1.cast") == 0);
+            for (const std::string l : {"B.qkv.transpose", "B.fc1.transpose", "B.fc2.transpose"}) CHECK(mx.count.count(l) == 0);
+            // Saved fp8 inputs carry their scales.
+            LayerDims d = LayerDims::make(sc.model, sc.training.micro_batch, t, sp, sim::Precision::Fp8);
+            const PerLayerOp with_scales = stored_activations(d);
+            d.fp8_recipe = Fp8Recipe::Delayed;
+            const PerLayerOp per_tensor = stored_activations(d);
+            const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
+            CHECK(with_scales[fc1] == Approx(per_tensor[fc1] * (1.0 + 1.0 / 32.0)));
+        }
+    }
+}
+
+TEST_CASE("fp8 recipes: delayed scaling is the default and the program of a scenario without the key") {
+    Scenario sc = te_scenario(2, true, sim::Precision::Fp8, true);
+    CHECK(sc.model.fp8_recipe == Fp8Recipe::Delayed);
+    const LabelTotals implicit = totals(sc);
+    CHECK(implicit.count.count("F.qkv.cast") == 0);
+    CHECK(implicit.count.count("B.fc1.cast") == 0);
+}
+
+TEST_CASE("fp8 recipes are refused where they mean nothing: without fp8, without TE, with 2d tensor parallelism") {
+    Scenario sc = te_scenario(2, true, sim::Precision::Bf16, true);
+    sc.model.fp8_recipe = Fp8Recipe::Current;
+    CHECK_THROWS_WITH(validate_plan(sc), Catch::Contains("needs training.precision: fp8"));
+    sc.training.precision = sim::Precision::Fp8;
+    sc.model.transformer_engine = false;
+    CHECK_THROWS_WITH(validate_plan(sc), Catch::Contains("needs training.transformer_engine: true"));
+    sc.model.transformer_engine = true;
+    CHECK_NOTHROW(validate_plan(sc));
 }
 
 TEST_CASE("TE passes are gated: casts only under fp8, RoPE only for rotary models, none without TE") {
@@ -157,4 +228,15 @@ TEST_CASE("TE fp8 keeps a linear layer's saved input in fp8; the projection's fp
     CHECK(at(te, LayerOp::Proj) == Approx(at(plain, LayerOp::Proj) + bsh / t));
     for (LayerOp op : {LayerOp::Ln1, LayerOp::Ln2, LayerOp::Act, LayerOp::Attn, LayerOp::Bda1, LayerOp::Bda2})
         CHECK(at(te, op) == at(plain, op));
+}
+
+TEST_CASE("mxfp8 needs block-scaled fp8 tensor cores: Blackwell and CDNA4, not Hopper") {
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    Scenario sc = te_scenario(2, true, sim::Precision::Fp8, true);
+    sc.model.fp8_recipe = Fp8Recipe::Mxfp8;
+    CHECK_THROWS_WITH(check_gpu_features(sc, catalog.gpu("h100-sxm-80gb")), Catch::Contains("h100-sxm-80gb is hopper"));
+    CHECK_NOTHROW(check_gpu_features(sc, catalog.gpu("b200-sxm-180gb")));
+    CHECK_NOTHROW(check_gpu_features(sc, catalog.gpu("mi355x-288gb")));
+    sc.model.fp8_recipe = Fp8Recipe::Current;
+    CHECK_NOTHROW(check_gpu_features(sc, catalog.gpu("h100-sxm-80gb")));
 }

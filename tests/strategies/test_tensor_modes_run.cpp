@@ -27,7 +27,7 @@ Scenario mode_scenario(TensorMode mode, int t, int micro_batch) {
 
 RunResult run(const Scenario& sc) {
     const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
-    return run_scenario(sc, RunOptions{{}, hardware});
+    return run_scenario(sc, RunOptions{.hardware = hardware});
 }
 
 void check_sane(const Scenario& sc, const RunResult& r) {

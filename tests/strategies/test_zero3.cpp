@@ -124,6 +124,16 @@ TEST_CASE("every group carries the communication of one stream only") {
         sc.parallel.sequence_parallel = true;
         plans.push_back(sc);
     }
+    // Context parallelism: its exchanges on the context stream, the gradients on the data stream.
+    for (const ContextMode mode : {ContextMode::Ring, ContextMode::AllGather, ContextMode::AllToAll}) {
+        Scenario sc = test::tiny_scenario(2, 2, 2, kMicro, 4);
+        sc.model.attention = AttentionKernel::Fused;
+        sc.cluster.gpus_per_node = 16;
+        sc.parallel.context = 2;
+        sc.parallel.context_mode = mode;
+        sc.parallel.zero_stage = 1;
+        plans.push_back(sc);
+    }
     for (const Scenario& sc : plans) {
         const sim::Program prog = build_program(sc, validate_plan(sc));
         for (std::uint32_t r = 0; r < prog.ranks.size(); ++r) {

@@ -36,6 +36,8 @@ struct Case {
     bool fused_attention = false;  // one fused kernel each way (attention dropout off)
     bool te_fp8 = false;           // Transformer Engine's fp8 casts and transposes around the GEMMs
     int shard_group = 0;           // ZeRO-3 hybrid sharding (0: over all d)
+    int c = 1;                     // context parallelism (needs fused attention)
+    ContextMode context_mode = ContextMode::Ring;
 };
 
 // Tiny GPT: 4 layers, h 32, 4 heads, seq 8, vocab 64; 4 micro-batches of b sequences per replica.
@@ -48,7 +50,7 @@ inline Scenario scenario_of(const Case& c) {
     sc.model.seq_len = 8;
     sc.model.vocab = 64;
     sc.cluster.nodes = 1;
-    sc.cluster.gpus_per_node = c.t * c.p * c.d;
+    sc.cluster.gpus_per_node = c.t * c.p * c.d * c.c;
     sc.training.micro_batch = c.b;
     sc.training.global_batch = 4 * c.d * c.b;
     sc.training.precision = sim::Precision::Fp32;
@@ -69,6 +71,8 @@ inline Scenario scenario_of(const Case& c) {
         sc.training.precision = sim::Precision::Fp8;
     }
     sc.parallel.zero_stage = c.zero;
+    sc.parallel.context = c.c;
+    sc.parallel.context_mode = c.context_mode;
     sc.parallel.shard_group = c.shard_group;
     sc.parallel.tp_backward_overlap = c.tp_overlap;
     sc.parallel.dp_overlap = c.dp_overlap;
@@ -118,7 +122,7 @@ inline void check_case(const Case& c) {
     const Outcome o = execute(sc, build(sc));
     INFO("t=" << c.t << " p=" << c.p << " d=" << c.d << " schedule " << to_string(c.schedule) << " recompute "
               << to_string(c.recompute) << " sp " << c.sp << " zero " << c.zero << " v " << c.v << " overlap_chunks "
-              << c.overlap_chunks << " b " << c.b << " shard group " << c.shard_group << " tensor mode " << static_cast<int>(c.mode) << " order "
+              << c.overlap_chunks << " b " << c.b << " shard group " << c.shard_group << " c " << c.c << " context mode " << static_cast<int>(c.context_mode) << " tensor mode " << static_cast<int>(c.mode) << " order "
               << static_cast<int>(c.order));
     INFO("error: " << o.run.error << " worst gradient: " << o.agreement.worst);
     REQUIRE(o.run.ok());
@@ -195,6 +199,15 @@ inline Outcome without_op(const Case& c, const std::string& label, int skip = 0)
     }
     erase_op(tp, 0, at);
     return execute(sc, tp);
+}
+
+// Context parallelism (fused attention, as the builder requires) in `mode` with c ranks.
+inline Case context(int c, ContextMode mode, int t = 1, int p = 1, int d = 1) {
+    Case k{t, p, d};
+    k.c = c;
+    k.context_mode = mode;
+    k.fused_attention = true;
+    return k;
 }
 
 inline Case sequence_parallel() {

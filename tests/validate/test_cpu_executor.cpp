@@ -57,6 +57,44 @@ TEST_CASE("every pipeline schedule reproduces the reference", "[cpu_executor]") 
     check_case(Case{1, 4, 1, Schedule::ShiftedCriticalPath, Recompute::StageAware});
 }
 
+// ZB-H1: each layer's backward as B (input gradients) and a W pass (the linears' weight
+// gradients) that stage s runs s micro-batches later; the weight gradients must still all reach
+// the data-parallel reduction, ZeRO's reduce-scatters and the optimizer.
+TEST_CASE("ZB-H1's split backward reproduces the reference", "[cpu_executor]") {
+    check_case(Case{1, 2, 1, Schedule::ZeroBubbleH1});
+    check_case(Case{1, 4, 1, Schedule::ZeroBubbleH1});
+    check_case(Case{2, 2, 2, Schedule::ZeroBubbleH1, Recompute::None, true});  // sequence parallel: W re-gathers
+    check_case(Case{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::Full, true});
+    check_case(Case{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::Selective});
+    check_case(Case{1, 4, 1, Schedule::ZeroBubbleH1, Recompute::StageAware});
+    Case sync{2, 2, 2, Schedule::ZeroBubbleH1};
+    sync.tp_overlap = false;
+    sync.dp_overlap = false;
+    check_case(sync);
+    for (int zero : {1, 3}) check_case(Case{1, 2, 2, Schedule::ZeroBubbleH1, Recompute::None, false, zero});
+    Case fp8{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::None, true};
+    fp8.fused_attention = true;
+    fp8.te_fp8 = true;
+    check_case(fp8);
+    check_case(overlapped(2, 2, 2, true, Schedule::ZeroBubbleH1, Recompute::None));
+}
+
+// ZB-V: stage s holds model chunks s and 2p-1-s; the first stage holds the embedding and the
+// head (the tied embedding is one parameter there), the last stage turns the V without a message.
+TEST_CASE("ZB-V's two chunks per stage in a V reproduce the reference", "[cpu_executor]") {
+    const auto v = [](int t, int p, int d, Recompute r = Recompute::None, bool sp = false, int zero = 0) {
+        Case c{t, p, d, Schedule::ZeroBubbleV, r, sp, zero};
+        c.v = 2;
+        return c;
+    };
+    check_case(v(1, 1, 1));
+    check_case(v(1, 2, 1));
+    check_case(v(2, 2, 2, Recompute::None, true));
+    check_case(v(2, 2, 1, Recompute::Full));
+    check_case(v(1, 2, 2, Recompute::Selective, false, 1));
+    check_case(v(1, 2, 2, Recompute::None, false, 3));
+}
+
 TEST_CASE("every recompute policy reproduces the reference", "[cpu_executor]") {
     for (Recompute r : {Recompute::Full, Recompute::Selective, Recompute::StageAware}) {
         check_case(Case{1, 1, 1, Schedule::OneFOneB, r});

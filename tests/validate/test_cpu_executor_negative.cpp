@@ -254,3 +254,44 @@ TEST_CASE("ZeRO 3 fails the check without any one of its collectives", "[cpu_exe
         CHECK(o.run.error.find(error) != std::string::npos);
     }
 }
+
+// ZB-H1's W pass runs the linears' weight gradients after B: without one of them the layer's
+// backward never completes, and without a B op the next B op misses its input.
+TEST_CASE("ZB-H1 fails the check when a weight- or input-gradient op is missing", "[cpu_executor]") {
+    for (const auto& [label, error] : {std::pair{"B.fc2.wgrad", "weight gradient of FC2 never computed"},
+                                       std::pair{"B.qkv.wgrad", "weight gradient of QKV never computed"},
+                                       std::pair{"B.fc2.dgrad", "needs DG1"},
+                                       std::pair{"B.qkv.dgrad", "needs DLn1"}}) {
+        const Scenario sc = scenario_of(Case{1, 2, 1, Schedule::ZeroBubbleH1});
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 1, first_op(tp, 1, label, true));  // the last stage: its W passes are deferred
+        const Outcome o = execute(sc, tp);
+        REQUIRE_FALSE(o.run.ok());
+        INFO(label << ": " << o.run.error);
+        CHECK(o.run.error.find(error) != std::string::npos);
+    }
+}
+
+TEST_CASE("ZB-V fails the check when a weight gradient or a message back up the V is missing", "[cpu_executor]") {
+    Case c{1, 2, 1, Schedule::ZeroBubbleV};
+    c.v = 2;
+    const Scenario sc = scenario_of(c);
+    {
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 0, first_op(tp, 0, "B.fc1.wgrad", true));
+        const Outcome o = execute(sc, tp);
+        REQUIRE_FALSE(o.run.ok());
+        INFO(o.run.error);
+        CHECK(o.run.error.find("weight gradient of FC1 never computed") != std::string::npos);
+    }
+    {  // stage 1's chunk 1 sends its output back to stage 0, where the head waits for it
+        TaggedProgram tp = build(sc);
+        erase_op(tp, 1, first_op(tp, 1, "pp.send_act"));
+        const Layout l = validate_plan(sc);
+        const GptDims d = GptDims::of(sc.model);
+        ExecutorOptions opt;
+        opt.timeout = std::chrono::milliseconds(300);  // the head's stage waits forever: a deadlock
+        const Execution run = execute_program(sc, l, tp, init_params(d, 7), make_batch(d, sc.training.global_batch, 11), opt);
+        REQUIRE_FALSE(run.ok());
+    }
+}

@@ -39,9 +39,14 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
         case Family::FinalLn: return {kHeadBlock, Field::Lnf, Field::LnfFull};
         case Family::Xent: return {kHeadBlock, Field::Lnf, Field::LnfFull};  // sequence parallel: regather for the weight gradient
         case Family::Logits: return {kHeadBlock, Field::DLnfPartial, Field::DLnf};
-        case Family::LayerKernel: break;
+        case Family::LayerKernel:
+        case Family::ContextKernel: break;  // a ring step: the attention's (op Attn)
         default: throw std::runtime_error("tensor-parallel collective after an op that produces no buffer for it");
     }
+    // A zero-bubble W pass re-gathers each LayerNorm output right after the weight gradient before
+    // the one that reads it (strategies/layer_ops.cpp weight_grad_pass).
+    if (last.wgrad && last.op == LayerOp::Fc2) return {layer, Field::Ln2, Field::Ln2Regather};
+    if (last.wgrad && last.op == LayerOp::Proj) return {layer, Field::Ln1, Field::Ln1Regather};
     switch (last.op) {
         case LayerOp::Ln1: return {layer, Field::Ln1, Field::Ln1Full};
         case LayerOp::Proj: return {layer, Field::ProjPartial, Field::ProjRed};
@@ -90,12 +95,16 @@ std::vector<Buffer> RankRunner::exchange(std::uint16_t slot, const std::string& 
     return ctx_.fabric->exchange(group, ranks.size(), *member, instances_[group]++, key, std::move(data));
 }
 
+std::vector<Mat> RankRunner::exchange_mats(std::uint16_t slot, const std::string& key, const Mat& in, std::size_t* member) {
+    std::vector<Mat> mats;
+    for (const Buffer& b : exchange(slot, key, encode(in), member)) mats.push_back(decode(b));
+    return mats;
+}
+
 Mat RankRunner::collective(const sim::Op& op, std::uint16_t slot, const Mat& in, const std::string& what) {
     std::size_t member = 0;
     const std::string key = label(op) + "#" + std::to_string(static_cast<int>(op.kind));
-    const std::vector<Buffer> parts = exchange(slot, key, encode(in), &member);
-    std::vector<Mat> mats;
-    for (const Buffer& b : parts) mats.push_back(decode(b));
+    const std::vector<Mat> mats = exchange_mats(slot, key, in, &member);
     const auto sum = [&] {
         Mat s = Mat::Zero(in.rows(), in.cols());
         for (const Mat& m : mats) {
@@ -128,7 +137,7 @@ void RankRunner::tp_collective(std::uint32_t index, const sim::Op& op) {
     for (std::uint32_t k = 0; k < op.dep_count; ++k) {
         const std::uint32_t dep = list_->deps[op.first_dep + k];
         const Family f = ctx_.codes[list_->ops[dep].label].family;
-        if (f != Family::TpCollective && f != Family::XentReduce) {
+        if (f != Family::TpCollective && f != Family::XentReduce && f != Family::ContextComm) {
             producer = dep;
             break;
         }

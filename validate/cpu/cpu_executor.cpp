@@ -91,7 +91,7 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
             }
         }
     for (std::size_t i = 0; i < ranks.size(); ++i)
-        if (l.stage_of(static_cast<std::uint32_t>(i)) == l.pipeline - 1 && l.tp_of(static_cast<std::uint32_t>(i)) == 0)
+        if (l.stage_of(static_cast<std::uint32_t>(i)) == l.head_stage() && l.tp_of(static_cast<std::uint32_t>(i)) == 0)
             ex.loss += ranks[i].loss;
     for (const RankOutcome& r : ranks) ex.recompute_diff = std::max(ex.recompute_diff, r.recompute_diff);
 }
@@ -130,7 +130,8 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
     if (ctx.summa || ctx.cube) ctx.sp = true;
     // overlap_chunks: sub-batches of Megatron's layer program, chunks of ATP's (2d and 3d: none).
     ctx.overlap_chunks = mesh.own_program() ? 1 : std::max(1, sc.parallel.overlap_chunks);
-    ctx.token_order = micro_batch_rows(ctx.micro_batch, d.seq, ctx.overlap_chunks, ctx.sp ? l.tensor : 1);
+    ctx.context = l.context;  // a rank's rows are its s/c positions of each sequence (edge_exec.cpp)
+    ctx.token_order = micro_batch_rows(ctx.micro_batch, d.seq / l.context, ctx.overlap_chunks, ctx.sp ? l.tensor : 1);
     if (ctx.atp_column_axis >= 0) {
         ctx.atp_chunks = std::max(1, sc.parallel.overlap_chunks);
         const int dr = l.tensor_mesh[static_cast<std::size_t>(1 - ctx.atp_column_axis)];
@@ -162,7 +163,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
         return ex;
     }
     assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, sc.parallel.zero_stage == 3, outcomes, ex);
-    if (l.pipeline == 1) {  // one stage: the output layer is the embedding itself, no copy to assemble
+    if (!l.ends_apart()) {  // one stage holds both ends: the output layer is the embedding itself, no copy
         ex.grads.wout = ex.grads.wemb;
         ex.weights.wout = ex.weights.wemb;
     }

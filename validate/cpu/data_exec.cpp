@@ -68,7 +68,7 @@ void RankRunner::sync_partial_grads(const sim::Op& op) {
 // elements a replica does not own are NaN on both sides and stay unused.
 void RankRunner::sync_tied_embedding(const sim::Op& op) {
     const Layout& l = *ctx_.layout;
-    if (l.pipeline == 1 || (stage_ != 0 && stage_ != l.pipeline - 1))
+    if (!l.ends_apart() || (stage_ != 0 && stage_ != l.head_stage()))
         throw std::runtime_error("embedding all-reduce outside the first and last stage");
     Mat& g = stage_ == 0 ? out_.grads.wemb : out_.grads.wout;
     const Mat total = collective(op, op.group_slot, g, "tied embedding gradient");
@@ -97,6 +97,7 @@ void RankRunner::dp_reduce(const sim::Op& op) {
 void RankRunner::optimizer(const sim::Op&) {
     const Layout& l = *ctx_.layout;
     if (!key_grads_.empty()) throw std::runtime_error("key or value gradients of a sub-batch never reached its keys");
+    require_weight_grads_done();
     for (int b : out_.blocks) {
         if (backward_count_[b] != l.micro_batches)
             throw std::runtime_error("block " + std::to_string(b) + " back-propagated " + std::to_string(backward_count_[b]) +

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "strategies/group_slots.hpp"
+#include "validate/cpu/blockwise_attention.hpp"
 #include "validate/cpu/kernels.hpp"
 #include "validate/cpu/rank_runner.hpp"
 
@@ -13,17 +14,22 @@ namespace cuboid::cpu {
 namespace {
 
 // Sequence of the global batch and position that row `r` of micro-batch `micro` of replica `dp`
-// holds: the batch is split into d contiguous parts, each into micro-batches of b sequences, whose
-// rows are in the order micro_batch_rows gives.
+// holds: the batch is split into d/c contiguous parts (one per data-parallel index, dp / c), each
+// into micro-batches of b sequences, whose rows are in the order micro_batch_rows gives over the
+// rank's s/c positions of each sequence (context parallelism: chunks cp and 2c-1-cp).
 struct Token {
     std::size_t sequence = 0, position = 0;
 };
 
 Token token_at(const RunContext& ctx, int dp, int micro, Eigen::Index r) {
-    const int per_replica = static_cast<int>(ctx.batch->tokens.size()) / ctx.layout->data;
-    const int within = ctx.token_order.at(static_cast<std::size_t>(r));
-    return {static_cast<std::size_t>(dp * per_replica + micro * ctx.micro_batch + within / ctx.dims.seq),
-            static_cast<std::size_t>(within % ctx.dims.seq)};
+    const Layout& l = *ctx.layout;
+    const int per_replica = static_cast<int>(ctx.batch->tokens.size()) / l.data_parallel();
+    const int within = ctx.token_order.at(static_cast<std::size_t>(r)), local = ctx.dims.seq / l.context;
+    const int position = l.context == 1 ? within % local
+                                        : context_positions(ctx.dims.seq, l.context, l.context_of(dp))
+                                              .at(static_cast<std::size_t>(within % local));
+    return {static_cast<std::size_t>((dp / l.context) * per_replica + micro * ctx.micro_batch + within / local),
+            static_cast<std::size_t>(position)};
 }
 
 int token_id(const RunContext& ctx, int dp, int micro, Eigen::Index r) {
@@ -46,7 +52,7 @@ void RankRunner::embedding(Phase phase, const OpTag& tag) {
     const Key key{tag.micro, kEmbeddingBlock, 0};
     Cache& c = cache(key);
     const GptDims& d = ctx_.dims;
-    const int rows = ctx_.micro_batch * d.seq, shard = d.vocab / t(), lo = tp() * shard;
+    const int rows = ctx_.micro_batch * local_seq(), shard = d.vocab / t(), lo = tp() * shard;
     if (phase == Phase::Forward) {
         Mat x = Mat::Zero(rows, d.hidden);
         for (int r = 0; r < rows; ++r) {

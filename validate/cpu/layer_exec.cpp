@@ -1,8 +1,10 @@
 // The kernels of one transformer layer on one tensor rank (Megatron 1d): QKV and FC1 split by
 // columns, projection and FC2 by rows, heads split over t; LayerNorm, bias-dropout-add and the
 // residual stream are whole (or the rank's rows under sequence parallelism).
+#include <array>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "validate/cpu/kernels.hpp"
 #include "validate/cpu/rank_runner.hpp"
@@ -28,7 +30,10 @@ std::vector<Field> saved_by(LayerOp op) {
         case LayerOp::Fc2: return {Field::G1};
         // The fused kernel keeps Q, K, V and its row statistics; the probabilities stand for
         // those statistics here (the backward rebuilds P from them, as FlashAttention does).
-        case LayerOp::Attn: return {Field::Q, Field::K, Field::V, Field::Probs, Field::ProbsD};
+        // Context parallelism keeps the log-sum-exp, and in the all-to-all mode the head-split
+        // tensors (context_exec.cpp).
+        case LayerOp::Attn:
+            return {Field::Q, Field::K, Field::V, Field::Probs, Field::ProbsD, Field::Lse, Field::QH, Field::KH, Field::VH, Field::OH};
         default: return {};
     }
 }
@@ -39,7 +44,44 @@ Mat concat_columns(const Mat& a, const Mat& b, const Mat& c) {
     return out;
 }
 
+bool linear(LayerOp op) { return op == LayerOp::Qkv || op == LayerOp::Proj || op == LayerOp::Fc1 || op == LayerOp::Fc2; }
+
+constexpr std::array<LayerOp, 4> kLinears = {LayerOp::Fc2, LayerOp::Fc1, LayerOp::Proj, LayerOp::Qkv};
+
+const char* linear_name(LayerOp op) {
+    switch (op) {
+        case LayerOp::Qkv: return "QKV";
+        case LayerOp::Proj: return "the projection";
+        case LayerOp::Fc1: return "FC1";
+        default: return "FC2";
+    }
+}
+
 }  // namespace
+
+// A layer's (sub-)batch is done once its input gradient has left (LayerNorm-1's backward) and the
+// four linears' weight gradients have run, in either order: zero-bubble schedules run the weight
+// gradients in a later W pass, and until then the cache keeps what they read. Then nothing may use
+// the cache again, and the block counts one more micro-batch back-propagated.
+void RankRunner::finish_layer_backward(const Key& key) {
+    const auto it = backward_ends_.find(key);
+    if (it == backward_ends_.end() || !it->second.input_grad || it->second.weight_grads.size() < kLinears.size()) return;
+    const bool whole = it->second.whole;
+    backward_ends_.erase(it);
+    caches_.erase(key);
+    for (auto s = shadow_.begin(); s != shadow_.end();) s = s->first.first == key ? shadow_.erase(s) : std::next(s);
+    if (whole) finish_block(std::get<1>(key));
+}
+
+void RankRunner::require_weight_grads_done() const {
+    for (const auto& [key, ends] : backward_ends_) {
+        const std::string where = "layer " + std::to_string(std::get<1>(key)) + " micro-batch " + std::to_string(std::get<0>(key));
+        if (!ends.input_grad) throw std::runtime_error(where + ": input gradient never computed");
+        for (LayerOp op : kLinears)
+            if (ends.weight_grads.count(op) == 0)
+                throw std::runtime_error(where + ": weight gradient of " + linear_name(op) + " never computed");
+    }
+}
 
 void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const sim::Op& o) {
     const Key key = layer_key(tag);
@@ -52,6 +94,7 @@ void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const 
     const auto set = [&](Field f, Mat v) { put(c, key, f, std::move(v), phase); };
     if (phase == Phase::Forward && o.memory_alloc.value == 0.0 && !summa_later_step(op, key))
         for (Field f : saved_by(op)) unkept_[key].push_back(f);
+    if (op == LayerOp::Attn && context()) return context_attention(phase, key);
     if (summa() && summa_forward(op, key, phase)) return;
     if (cube() && cube_forward(op, key)) return;
     if (mesh() && atp_forward(op, key, phase)) return;
@@ -98,6 +141,7 @@ void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const 
             }
             break;
         }
+        case LayerOp::Rope:  // numerically inert (op_codes.cpp): the reference model has no positions
         case LayerOp::Count: throw std::runtime_error("not a layer kernel");
     }
 }
@@ -123,6 +167,9 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
     const AttnShape a = attn_shape(std::get<2>(key));
     const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim()));
     const bool sp = ctx_.sp;
+    // The mesh modes end their layers' backward in atp_exec.cpp; 1d in finish_layer_backward.
+    if (wgrad && linear(op) && !mesh()) backward_ends_[key].weight_grads.insert(op);
+    if (op == LayerOp::Attn && context()) return context_attention_backward(key);
     if (summa() && summa_backward(op, wgrad, key)) return;
     if (cube() && cube_backward(op, wgrad, key)) return;
     if (mesh() && atp_backward(op, wgrad, key)) return;
@@ -189,6 +236,7 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
             if (wgrad) {
                 g.wqkv += need(c, sp ? Field::Ln1Regather : Field::Ln1).transpose() * dqkv;
                 g.bqkv += column_sums(dqkv);
+                finish_layer_backward(key);
             } else {
                 c[Field::DLn1Partial] = dqkv * w.wqkv.transpose();
             }
@@ -198,12 +246,12 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
             const LnGrads l = layer_norm_backward(need(c, Field::X), w.ln1_g, reduced(c, Field::DLn1Partial, Field::DLn1));
             g.ln1_g += l.dg;
             g.ln1_b += l.db;
-            const bool whole = join(grad_, grad_out_, key, need(c, Field::GH1) + l.dx);
-            caches_.erase(key);  // the layer's (sub-)batch is done: nothing may use it again
-            for (auto it = shadow_.begin(); it != shadow_.end();) it = it->first.first == key ? shadow_.erase(it) : std::next(it);
-            if (whole) finish_block(tag.layer);
+            backward_ends_[key].whole = join(grad_, grad_out_, key, need(c, Field::GH1) + l.dx);
+            backward_ends_[key].input_grad = true;
+            finish_layer_backward(key);
             break;
         }
+        case LayerOp::Rope:  // numerically inert (op_codes.cpp): the reference model has no positions
         case LayerOp::Count: throw std::runtime_error("not a layer kernel");
     }
 }

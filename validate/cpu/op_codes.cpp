@@ -23,6 +23,18 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
         for (std::size_t c = 0; c < 3; ++c) add(l.tp[ph][c], {Family::TpCollective, static_cast<Phase>(ph)});
         add(l.tp_broadcast[ph], {Family::TpCollective, static_cast<Phase>(ph)});  // 2d's SUMMA steps
     }
+    for (std::size_t ph = 0; ph < 3; ++ph) {
+        const auto phase = static_cast<Phase>(ph);
+        const auto cp = [&](std::uint32_t label, Family f, ContextOp o) { add(label, {f, phase, LayerOp::Attn, false, o}); };
+        cp(l.cp_attn_step[ph], Family::ContextKernel, ContextOp::Step);
+        cp(l.cp_merge[ph], Family::ContextKernel, ContextOp::Merge);
+        cp(l.cp_exchange[ph], Family::ContextComm, ContextOp::Exchange);
+        cp(l.cp_gather[ph], Family::ContextComm, ContextOp::Gather);
+        cp(l.cp_scatter[ph], Family::ContextComm, ContextOp::ReduceScatter);
+        cp(l.cp_qkv_a2a[ph], Family::ContextComm, ContextOp::QkvAllToAll);
+        cp(l.cp_out_a2a[ph], Family::ContextComm, ContextOp::OutAllToAll);
+    }
+    add(l.cp_dkv_exchange, {Family::ContextComm, Phase::Backward, LayerOp::Attn, false, ContextOp::DkvExchange});
     add(l.embed_f, {Family::Embed, Phase::Forward});
     add(l.embed_b, {Family::Embed, Phase::Backward});
     add(l.embed_dropout_f, {Family::EmbedDropout, Phase::Forward});

@@ -29,6 +29,18 @@ enum class Family : std::uint8_t {
     // the rotary embedding kernel, the gradient norm, the unscale and the zeroing of gradients.
     // The executor skips them; they are priced like any kernel.
     NumericallyInert,
+    // Context parallelism (context_exec.cpp): the ring's attention steps and merges, and the
+    // modes' collectives (which one: OpCode::context).
+    ContextKernel, ContextComm,
+};
+
+// The context-parallel op of a ContextKernel / ContextComm label (strategies/context_attention.hpp).
+enum class ContextOp : std::uint8_t {
+    None,
+    Step, Merge,                 // ring: one key block's kernel; its partial output merged
+    Exchange, DkvExchange,       // ring: the K/V block one rank on; the partial dK/dV one rank on
+    Gather, ReduceScatter,       // all-gather: K/V of every position; dK/dV summed back to their owners
+    QkvAllToAll, OutAllToAll,    // all-to-all: sequence split <-> head split
 };
 
 struct OpCode {
@@ -36,6 +48,7 @@ struct OpCode {
     Phase phase = Phase::Forward;
     LayerOp op = LayerOp::Count;  // LayerKernel only
     bool wgrad = false;           // backward GEMMs: the weight-gradient half
+    ContextOp context = ContextOp::None;
 };
 
 // One code per label of `program`.

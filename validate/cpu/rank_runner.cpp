@@ -13,7 +13,8 @@ const char* field_name(Field f) {
         "Ln1Regather", "DLn1Partial", "DLn1", "EmbPartial", "EmbRed", "GEmb", "GEmbFull", "LnfIn", "Lnf", "LnfFull",
         "Logits", "XentMax", "XentTarget", "XentSumExp", "XentDone", "DLogits", "DLnfPartial", "DLnf", "Stats1",
         "Stats1Sum", "Stats2", "Stats2Sum", "QkvPartial", "QkvRed", "Fc1Partial", "Fc1Red", "DG1Partial", "DCtxPartial",
-        "DStats1", "DStats1Sum", "DStats2", "DStats2Sum", "CtxFull", "G1Full", "DA1Full", "DQkvFull", "Out"};
+        "DStats1", "DStats1Sum", "DStats2", "DStats2Sum", "CtxFull", "G1Full", "DA1Full", "DQkvFull", "Out", "Lse", "StepOut", "StepLse", "OutAcc", "LseAcc", "KvAll", "DKvAll", "QH", "KH", "VH", "OH",
+        "DCtxH", "DQH", "DKH", "DVH", "DkvOut"};
     return kNames[static_cast<std::size_t>(f)];
 }
 
@@ -22,6 +23,7 @@ RankRunner::RankRunner(const RunContext& ctx, std::uint32_t rank, const GptParam
     tp_ = l.tp_of(rank);
     dp_ = l.dp_of(rank);
     stage_ = l.stage_of(rank);
+    cp_ = l.context_of(dp_);
     k_ = std::max(1, ctx.overlap_chunks);
     if (atp()) {
         chunks_ = std::max(1, ctx.atp_chunks);
@@ -49,7 +51,7 @@ RankRunner::RankRunner(const RunContext& ctx, std::uint32_t rank, const GptParam
         ++i;
     });
     // One stage holds both ends: the output layer uses the embedding itself, there is no copy.
-    if (stage_ == 0 && stage_ == l.pipeline - 1) out_.weights.wout = Mat();
+    if (stage_ == 0 && stage_ == l.head_stage()) out_.weights.wout = Mat();
     out_.grads = zeros_like(out_.weights);
     out_.owned = zeros_like(out_.weights);
     for_each_param(out_.owned, [](const ParamRef&, Mat& m) { m.setOnes(); });
@@ -62,12 +64,12 @@ std::vector<int> RankRunner::held_blocks() const {
     if (stage_ == 0) blocks.push_back(kEmbeddingBlock);
     for (int c = 0; c < l.virtual_stages; ++c)
         for (int i = 0; i < l.layers_of(stage_, c); ++i) blocks.push_back(l.first_layer_of(stage_, c) + i);
-    if (stage_ == l.pipeline - 1) blocks.push_back(kHeadBlock);
+    if (stage_ == l.head_stage()) blocks.push_back(kHeadBlock);
     return blocks;
 }
 
 int RankRunner::region_rows() const {
-    const int tokens = ctx_.micro_batch * ctx_.dims.seq;
+    const int tokens = ctx_.micro_batch * local_seq();
     return ctx_.sp ? tokens / t() : tokens;
 }
 
@@ -106,7 +108,8 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
     index_ = index;
     switch (code.family) {
         case Family::LayerKernel:
-            require_gathered(tag.layer, tag, code.phase);
+            // A weight gradient reads no weights (a zero-bubble W pass runs without a gather).
+            if (!code.wgrad) require_gathered(tag.layer, tag, code.phase);
             if (code.phase == Phase::Backward) layer_backward(code.op, code.wgrad, tag);
             else layer_forward(code.op, tag, code.phase, op);
             break;
@@ -145,6 +148,8 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
         case Family::FsdpGather: fsdp_gather(op, tag, code.phase); return;
         case Family::FsdpReduceScatter: fsdp_reduce_scatter(op, tag); return;
         case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag); return;
+        case Family::ContextKernel: context_kernel(code, tag, op); break;
+        case Family::ContextComm: context_comm(code, tag, op); return;
         case Family::NumericallyInert: return;  // not the last kernel: collectives look past it
         case Family::Unknown: throw std::runtime_error("label not understood by the CPU executor");
     }

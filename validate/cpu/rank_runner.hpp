@@ -21,6 +21,7 @@
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "validate/cpu/atp_split.hpp"
+#include "validate/cpu/blockwise_attention.hpp"
 #include "validate/cpu/fabric.hpp"
 #include "validate/cpu/kernels.hpp"
 #include "validate/cpu/op_codes.hpp"
@@ -43,6 +44,10 @@ enum class Field : std::uint8_t {
     CtxFull, G1Full, DA1Full, DQkvFull,
     // ATP's chunks (atp_chunk_exec.cpp): the layer's output, assembled from its chunks' rows.
     Out,
+    // Context parallelism (context_exec.cpp): the attention's log-sum-exp; a ring step's partial
+    // output and the running merge; K/V of every position (all-gather) and their gradients; the
+    // head-split tensors of the all-to-all mode; the ring's outgoing partial dK/dV.
+    Lse, StepOut, StepLse, OutAcc, LseAcc, KvAll, DKvAll, QH, KH, VH, OH, DCtxH, DQH, DKH, DVH, DkvOut,
 };
 const char* field_name(Field f);
 
@@ -64,6 +69,7 @@ struct RunContext {
     bool cube = false;          // 3d tensor mode (cube_exec.cpp)
     double learning_rate = 0.1;
     int zero_stage = 0;         // ZeRO stage of the plan (3: fsdp_exec.cpp)
+    int context = 1;            // context-parallel degree c: a rank holds s/c positions of each sequence
     Fabric* fabric = nullptr;
 };
 
@@ -119,6 +125,8 @@ private:
     void layer_forward(LayerOp op, const OpTag& tag, Phase phase, const sim::Op& o);
     void layer_backward(LayerOp op, bool wgrad, const OpTag& tag);
     void drop_unkept(const Key& key);
+    void finish_layer_backward(const Key& key);
+    void require_weight_grads_done() const;  // before the optimizer: no layer left half back-propagated
     // edge_exec.cpp
     void embedding(Phase phase, const OpTag& tag);
     void embedding_dropout(Phase phase, const OpTag& tag);
@@ -172,6 +180,20 @@ private:
     Mat mesh_block(const Mat& full) const;
     Mat mesh_blocks_collective(sim::OpKind kind, std::uint16_t slot, const Mat& in, const std::string& key);
     std::size_t member_in(std::uint16_t slot) const;
+    // context_exec.cpp: context parallelism's attention core and collectives
+    bool context() const { return ctx_.context > 1; }
+    int local_seq() const { return ctx_.dims.seq / ctx_.context; }
+    std::vector<int> all_positions() const;  // each sequence's positions in context-rank order
+    BlockShape context_kernel_shape() const;
+    double attention_scale() const;  // 1/sqrt(head_dim)
+    void context_kernel(const OpCode& code, const OpTag& tag, const sim::Op& op);
+    void context_attention(Phase phase, const Key& key);  // the one kernel of all-gather / all-to-all
+    void context_attention_backward(const Key& key);
+    void context_comm(const OpCode& code, const OpTag& tag, const sim::Op& op);
+    std::vector<Mat> context_exchange(const sim::Op& op, const Mat& in, const std::string& what);
+    Mat ring_block(const Key& key, Phase phase, int step, bool take);
+    void ring_exchange(const sim::Op& op, const Key& key, Phase phase);
+    void dkv_exchange(const sim::Op& op, const Key& key);
     // comm_exec.cpp
     void tp_collective(std::uint32_t index, const sim::Op& op);
     void xent_reduce(const sim::Op& op, const OpTag& tag);
@@ -191,6 +213,7 @@ private:
     void take_sharded_grads();
     Mat collective(const sim::Op& op, std::uint16_t slot, const Mat& in, const std::string& what);
     std::vector<Buffer> exchange(std::uint16_t slot, const std::string& key, Buffer data, std::size_t* member);
+    std::vector<Mat> exchange_mats(std::uint16_t slot, const std::string& key, const Mat& in, std::size_t* member);
 
     // helpers
     Cache& cache(const Key& k) { return caches_[k]; }
@@ -209,6 +232,7 @@ private:
     const RunContext& ctx_;
     std::uint32_t rank_;
     int tp_ = 0, dp_ = 0, stage_ = 0;
+    int cp_ = 0;  // index in the context group (the ring's position)
     int k_ = 1;  // sub-batches per layer
     int chunks_ = 1;  // ATP's overlap chunks per layer
     AtpCoord atp_{};
@@ -231,6 +255,13 @@ private:
     std::map<std::pair<Key, Field>, Mat> shadow_;  // activations dropped after the forward
     std::map<std::pair<Key, Field>, std::map<int, Mat>> staged_;  // ATP: chunks' rows of a whole tensor
     std::map<Key, std::vector<Field>> unkept_;     // per (micro, layer): fields the forward did not keep
+    // Per (micro, layer, sub-batch) of the 1d layer program: which ends of its backward have run
+    // (finish_layer_backward).
+    struct BackwardEnds {
+        bool input_grad = false, whole = false;  // LayerNorm-1's backward ran; it completed the block's gradient
+        std::set<LayerOp> weight_grads;          // linears whose weight gradient ran
+    };
+    std::map<Key, BackwardEnds> backward_ends_;
     std::map<int, int> backward_count_;            // per block: micro-batches back-propagated
     std::set<int> final_unreduced_, reduced_blocks_;
     std::map<std::uint32_t, std::uint32_t> instances_;  // per group: collectives issued
@@ -247,6 +278,11 @@ private:
     GptParams fsdp_grads_;
     std::map<int, int> fsdp_reductions_;
     bool sharded_grads_taken_ = false;
+    // Context parallelism: per (key, phase), ring steps and exchanges run; the K/V blocks that
+    // arrived for a step (phase, step) and the partial dK/dV that arrived for a backward step.
+    std::map<std::tuple<Key, Phase, ContextOp>, int> ring_count_;
+    std::map<std::tuple<Key, Phase, int>, Mat> ring_blocks_;
+    std::map<std::pair<Key, int>, Mat> ring_dkv_;
     RankOutcome out_;
 };
 

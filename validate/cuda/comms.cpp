@@ -79,6 +79,14 @@ void issue(sim::OpKind kind, double bytes, int ranks, int peer, void* send, void
             CUBOID_NCCL(ncclGroupEnd());
             break;
         }
+        case sim::OpKind::RingExchange: {
+            // `peer` is this rank's position in the ring: send to the next, receive from the previous.
+            CUBOID_NCCL(ncclGroupStart());
+            CUBOID_NCCL(ncclSend(send, elems, ncclBfloat16, (peer + 1) % ranks, comm, s));
+            CUBOID_NCCL(ncclRecv(recv, elems, ncclBfloat16, (peer + ranks - 1) % ranks, comm, s));
+            CUBOID_NCCL(ncclGroupEnd());
+            break;
+        }
         default: throw std::logic_error("issue: not a communication op");
     }
 }

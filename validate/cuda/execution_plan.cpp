@@ -151,6 +151,7 @@ RankPlan plan_rank(const sim::Program& program, std::uint32_t rank) {
             if (group.ranks.size() != 2) throw std::logic_error("a Send/Recv group must have 2 ranks");
             call.peer = static_cast<std::int32_t>(1 - me);
         }
+        if (op.kind == sim::OpKind::RingExchange) call.peer = static_cast<std::int32_t>(me);
         plan.calls.push_back(call);
     }
     return plan;

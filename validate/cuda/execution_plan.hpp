@@ -73,7 +73,7 @@ struct CommCall {
     std::uint32_t op = 0;            // index in the OpList
     std::uint32_t communicator = 0;  // index into RankPlan::communicators
     std::uint32_t instance = 0;      // the k-th call this rank issues on that communicator
-    std::int32_t peer = -1;          // Send / Recv: the partner's position in the group
+    std::int32_t peer = -1;          // Send / Recv: the partner's position in the group; RingExchange: this rank's
 };
 
 struct RankPlan {

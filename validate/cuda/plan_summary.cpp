@@ -83,6 +83,7 @@ const char* op_kind_name(sim::OpKind kind) {
         case sim::OpKind::AllToAll: return "all-to-all";
         case sim::OpKind::Send: return "send";
         case sim::OpKind::Recv: return "recv";
+        case sim::OpKind::RingExchange: return "ring-exchange";
     }
     return "unknown";
 }

@@ -37,14 +37,23 @@ bool is_count(const std::string& text) {
     return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// cuboid's arithmetic for a row's precision, or "" when cuboid has none like it. FP8 in cuboid
-// is Transformer Engine's per-tensor scaling (delayed or current: "fp8-cs"); "amp_" is
-// llm-foundry's autocast to that type.
+// cuboid's arithmetic for a row's precision, or "" when cuboid has none like it. "fp8-cs" and
+// "fp8-mx" are Transformer Engine's current scaling and MXFP8 recipes (fp8_recipe below); "amp_"
+// is llm-foundry's autocast to that type.
 std::string cuboid_precision(const std::string& written) {
     std::string p = first_word(written);
     if (p.starts_with("amp_")) p = p.substr(4);
-    if (p == "fp8-cs") p = "fp8";
+    if (p == "fp8-cs" || p == "fp8-mx") p = "fp8";
     return p == "fp8" || p == "bf16" || p == "fp16" ? p : "";
+}
+
+// The training.fp8_recipe a row's precision states; none: the base scenario's (plain "fp8": the
+// source does not say, and Transformer Engine's default recipe is delayed scaling).
+std::optional<std::string> fp8_recipe(const std::string& written) {
+    const std::string p = first_word(written);
+    if (p == "fp8-cs") return "current";
+    if (p == "fp8-mx") return "mxfp8";
+    return std::nullopt;
 }
 
 // Model families whose MLP is gated (SwiGLU: three matrices); the others' is two (GELU, squared
@@ -59,25 +68,21 @@ bool gated_mlp(const std::string& model) {
 std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, const std::string& catalog_gpu) {
     std::vector<std::string> needs;
     const auto text = [&](const char* column) -> const std::string& { return t.text(r, column); };
-    const int cp = count(t, r, "cp").value_or(1), ep = count(t, r, "ep").value_or(1);
-    if (text("moe") == "yes")
-        needs.push_back(fmt::format("needs expert parallelism / mixture of experts ({} experts, top-{}, ep={})",
-                                    text("experts"), text("topk"), ep));
-    else if (ep > 1)
-        needs.push_back(fmt::format("needs expert parallelism (ep={})", ep));
+    const int ep = count(t, r, "ep").value_or(1);
+    if (text("moe") != "yes" && ep > 1)
+        needs.push_back(fmt::format("expert parallelism (ep={}) without a mixture of experts", ep));
     if (!t.empty(r, "kv_heads") && !is_count(text("kv_heads")))
-        needs.push_back(fmt::format("kv_heads '{}' is not a head count: only multi-head and grouped-query "
-                                    "attention are modelled",
+        needs.push_back(fmt::format("needs multi-head latent attention (model.attention_kind: mla, not modelled yet): "
+                                    "kv_heads '{}' is not a head count",
                                     text("kv_heads")));
-    if (cp > 1) needs.push_back(fmt::format("needs context parallelism (cp={})", cp));
+    // DeepSeek-V3's multi-token prediction module (an extra layer and head per depth).
+    if (contains(text("model"), "w/ MTP")) needs.push_back("needs multi-token prediction (MTP), not modelled");
     if (catalog_gpu.empty()) {
         const std::string& gpu = text("gpu");
         needs.push_back(fmt::format("GPU {} not in the catalog{}", first_word(gpu), gpu.substr(first_word(gpu).size())));
     }
     const std::string& precision = text("precision");
-    if (first_word(precision).ends_with("-mx"))
-        needs.push_back(fmt::format("MXFP8 block scaling not modelled (precision {})", precision));
-    else if (cuboid_precision(precision).empty())
+    if (cuboid_precision(precision).empty())
         needs.push_back(fmt::format("precision '{}' not modelled", precision));
     if (t.empty(r, "micro_batch") && count(t, r, "pp").value_or(1) > 1)
         needs.push_back(fmt::format("micro-batch size not stated (pipeline {})", text("pp")));
@@ -109,6 +114,7 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
     if (per_node == 0 || gpus % per_node != 0)
         throw std::runtime_error(fmt::format("{} GPUs are not whole nodes of {}", gpus, per_node));
     const int tp = whole("tp"), pp = whole("pp"), dp = whole("dp"), gb = whole("global_batch");
+    const int cp = count(t, r, "cp").value_or(1);
     const int chunks = count(t, r, "virtual_stages").value_or(1);
     // Without a stated micro-batch (only where there is no pipeline, missing_features): the
     // gradient accumulation steps when stated, else one micro-batch per step.
@@ -135,6 +141,8 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         fmt::format("cluster.gpus_per_node={}", per_node),
         fmt::format("parallel.tensor={}", tp), fmt::format("parallel.pipeline={}", pp),
         fmt::format("parallel.data={}", dp),
+        // Megatron-Core's context parallelism: Transformer Engine's default p2p (ring) exchange.
+        fmt::format("parallel.context={}", cp), "parallel.context_mode=ring",
         // Both count model chunks per pipeline stage (per GPU).
         fmt::format("parallel.virtual_stages={}", chunks),
         fmt::format("parallel.schedule={}", chunks > 1 ? "interleaved" : "1f1b"),
@@ -144,8 +152,19 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         "training.precision=" + cuboid_precision(text("precision"))};
     if (const auto domain = segment_domain(system, gpus / per_node, per_node))
         sets.push_back(fmt::format("cluster.scale_up_domain={}", *domain));
+    if (const auto recipe = fp8_recipe(text("precision"))) sets.push_back("training.fp8_recipe=" + *recipe);
     if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
     if (!t.empty(r, "ffn_hidden")) sets.push_back("model.ffn_hidden=" + text("ffn_hidden"));
+    // Mixture of experts: the routed experts, top-k, expert MLP size and shared experts; the
+    // row's expert and expert-tensor degrees (blank etp: 1, Megatron-Core's default).
+    if (text("moe") == "yes") {
+        sets.push_back("model.experts=" + text("experts"));
+        sets.push_back("model.experts_per_token=" + text("topk"));
+        if (!t.empty(r, "moe_ffn_hidden")) sets.push_back("model.expert_ffn_hidden=" + text("moe_ffn_hidden"));
+        sets.push_back(fmt::format("model.shared_experts={}", count(t, r, "shared_experts").value_or(0)));
+        sets.push_back(fmt::format("parallel.expert={}", count(t, r, "ep").value_or(1)));
+        sets.push_back(fmt::format("parallel.expert_tensor={}", count(t, r, "etp").value_or(1)));
+    }
     // Blank: the base scenario's (not stated by the source).
     if (!t.empty(r, "recompute")) sets.push_back("parallel.recompute=" + first_word(text("recompute")));
     return sets;
