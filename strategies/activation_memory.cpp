@@ -13,16 +13,17 @@ PerLayerOp stored_activations(const LayerDims& d) {
     const double sp = d.sp_div();
     const double scores = static_cast<double>(d.b * d.heads) * static_cast<double>(d.s * d.s) / t;
     const double bs = static_cast<double>(d.tokens());
+    const double q = static_cast<double>(d.q_width());  // Q and the attention output (h by default)
     constexpr double kMask = 1.0;  // dropout masks: one byte per element
     PerLayerOp m{};
     auto at = [&m](LayerOp op) -> double& { return m[static_cast<std::size_t>(op)]; };
     at(LayerOp::Ln1) = a * bsh / sp;
     at(LayerOp::Qkv) = a * bsh / sp;
-    at(LayerOp::Qk) = a * bs * static_cast<double>(d.h + d.kv_width()) / t;
+    at(LayerOp::Qk) = a * bs * (q + static_cast<double>(d.kv_width())) / t;
     at(LayerOp::Softmax) = a * scores;
     at(LayerOp::AttnDropout) = (kMask + a) * scores;
     at(LayerOp::Av) = a * bs * static_cast<double>(d.kv_width()) / t;
-    at(LayerOp::Proj) = a * bsh / t;
+    at(LayerOp::Proj) = a * bs * q / t;
     at(LayerOp::Bda1) = kMask * bsh / sp;
     at(LayerOp::Ln2) = a * bsh / sp;
     at(LayerOp::Fc1) = a * bsh / sp;
@@ -34,7 +35,7 @@ PerLayerOp stored_activations(const LayerDims& d) {
         // One kernel keeps Q, K, V (its output is the projection's input, kept there) and the
         // row statistics: nothing of size s x s.
         for (LayerOp op : {LayerOp::Qk, LayerOp::Softmax, LayerOp::AttnDropout, LayerOp::Av}) at(op) = 0.0;
-        at(LayerOp::Attn) = a * bs * static_cast<double>(d.h + 2 * d.kv_width()) / t + fused_attention_stats_bytes(d);
+        at(LayerOp::Attn) = a * bs * (q + 2.0 * static_cast<double>(d.kv_width())) / t + fused_attention_stats_bytes(d);
     }
     if (d.te_kernels && d.fp8) {
         // Transformer Engine keeps the fp8 copy of a linear layer's input for its weight gradient,
@@ -46,7 +47,7 @@ PerLayerOp stored_activations(const LayerDims& d) {
         at(LayerOp::Qkv) = kFp8 * bsh / sp;
         at(LayerOp::Fc1) = kFp8 * bsh / sp;
         at(LayerOp::Fc2) = kFp8 * bs * static_cast<double>(d.ffn) / t;
-        at(LayerOp::Proj) += kFp8 * bsh / t;
+        at(LayerOp::Proj) += kFp8 * bs * q / t;
     }
     if (d.moe) {
         // A mixture-of-experts MLP (strategies/moe_layer.hpp) keeps its input, LayerNorm 2's

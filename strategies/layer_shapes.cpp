@@ -13,7 +13,7 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.h = m.hidden;
     d.heads = m.heads;
     d.kv_heads = m.kv_heads_or_default();
-    d.head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+    d.head_dim = m.head_dim_or_default();
     d.ffn = m.ffn_or_default();
     d.vocab = m.vocab;
     d.t = tensor;
@@ -56,7 +56,7 @@ LayerGemms layer_gemms(const LayerDims& d) {
     g.qkv = {bs, d.qkv_width() / d.t, d.h, 1};
     g.qk = {d.s, d.attended(), d.head_dim, attn_batch};
     g.av = {d.s, d.head_dim, d.attended(), attn_batch};
-    g.proj = {bs, d.h, d.heads * d.head_dim / d.t, 1};
+    g.proj = {bs, d.h, d.q_width() / d.t, 1};
     g.fc1 = {bs, d.fc1_width() / d.t, d.h, 1};
     g.fc2 = {bs, d.h, d.ffn / d.t, 1};
     return g;

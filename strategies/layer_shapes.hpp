@@ -17,7 +17,7 @@ struct LayerDims {
     std::int64_t h = 0;          // hidden size
     std::int64_t heads = 0;      // attention (query) heads
     std::int64_t kv_heads = 0;   // key/value heads (== heads without grouped-query attention)
-    std::int64_t head_dim = 0;   // h / heads
+    std::int64_t head_dim = 0;   // size of one head (model.head_dim; h / heads by default)
     std::int64_t ffn = 0;        // MLP hidden size
     std::int64_t vocab = 0;
     std::int64_t t = 1;          // tensor-parallel degree (1d)
@@ -106,6 +106,7 @@ struct LayerDims {
     std::int64_t attended() const { return keys > 0 ? keys : s; }
     std::int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }  // all ranks
     std::int64_t kv_width() const { return kv_heads * head_dim; }
+    std::int64_t q_width() const { return heads * head_dim; }  // Q and the attention output, all ranks (h by default)
     std::int64_t fc1_width() const { return swiglu ? 2 * ffn : ffn; }             // all ranks
     // Vocabulary columns of one rank (Megatron pads the vocabulary to a multiple of t).
     std::int64_t vocab_per_rank() const { return (vocab + t - 1) / t; }

@@ -51,7 +51,7 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer, int t, int ep, i
     const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
     const double h = static_cast<double>(d.h), qkv = static_cast<double>(d.qkv_width());
     // Attention as in the dense layer: QKV and projection (+ biases), two norms.
-    double split = h * qkv + h * h + (m.swiglu ? 0.0 : qkv);
+    double split = h * qkv + static_cast<double>(d.q_width()) * h + (m.swiglu ? 0.0 : qkv);
     double replicated = (m.swiglu ? 2.0 * h : 4.0 * h + h) + h * m.experts;  // norms, proj bias; router
     const double expert_ffn = m.expert_ffn_or_default();
     if (m.shared_experts > 0) {
@@ -72,7 +72,7 @@ double layer_parameter_count_per_rank(const ModelSpec& m, int t) {
     const double qkv = static_cast<double>(d.qkv_width());
     const double fc1 = static_cast<double>(d.fc1_width());
     const double ffn = static_cast<double>(d.ffn);
-    const double matrices = h * qkv + h * h + h * fc1 + ffn * h;
+    const double matrices = h * qkv + static_cast<double>(d.q_width()) * h + h * fc1 + ffn * h;
     if (m.swiglu) return matrices / t + 2.0 * h;  // two RMSNorm scales, no biases
     const double split_biases = qkv + fc1;        // column-parallel biases are split
     const double replicated = 2.0 * h + 4.0 * h;  // row-parallel biases; two LayerNorms

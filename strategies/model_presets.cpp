@@ -26,6 +26,7 @@ ModelPreset parse_one(const YAML::Node& n) {
     s.hidden = n["hidden"].as<int>();
     s.heads = n["heads"].as<int>();
     s.kv_heads = int_field(n, "kv_heads", 0);
+    s.head_dim = int_field(n, "head_dim", 0);
     s.ffn_hidden = int_field(n, "ffn_hidden", 0);
     s.seq_len = n["seq_len"].as<int>();
     s.vocab = n["vocab"].as<int>();

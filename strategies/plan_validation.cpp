@@ -37,8 +37,10 @@ void check_model(const Checker& c, const ModelSpec& m) {
     c.require(m.heads > 0, "model.heads", "must be a positive number of attention heads");
     c.require(m.seq_len > 0, "model.seq_len", "must be a positive sequence length");
     c.require(m.vocab > 0, "model.vocab", "must be a positive vocabulary size");
-    c.require(m.hidden % m.heads == 0, "model.heads",
-              "hidden " + to_string(m.hidden) + " is not a multiple of heads " + to_string(m.heads));
+    // Without model.head_dim a head is hidden / heads wide, which must be whole.
+    c.require(m.head_dim > 0 || m.hidden % m.heads == 0, "model.heads",
+              "hidden " + to_string(m.hidden) + " is not a multiple of heads " + to_string(m.heads) +
+                  " (or give model.head_dim)");
     const int kv = m.kv_heads_or_default();
     c.require(kv > 0 && m.heads % kv == 0, "model.kv_heads",
               "must divide heads " + to_string(m.heads) + " (got " + to_string(kv) + ")");
@@ -136,6 +138,11 @@ void check_tensor(const Checker& c, const Scenario& sc) {
     // Megatron's 1d splits heads and MLP columns t ways; the other modes check their mesh's
     // splits (strategies/tensor_modes/mode_validation.cpp).
     const bool one_d = sc.parallel.tensor_mode == TensorMode::OneD;
+    // The 2d, 3d and ATP layer programs split Q and the attention output as the hidden size.
+    c.require(one_d || t <= 1 || !m.attention_width_differs(), "model.head_dim",
+              "heads x head_dim = " + to_string(static_cast<long long>(m.heads) * m.head_dim) +
+                  " differs from the hidden size " + to_string(m.hidden) +
+                  ", which only 1d tensor parallelism models (got tensor_mode " + to_string(sc.parallel.tensor_mode) + ")");
     c.require(!one_d || m.heads % t == 0, "parallel.tensor",
               "must divide the " + to_string(m.heads) + " attention heads");
     c.require(!one_d || m.kv_heads_or_default() % t == 0, "parallel.tensor",

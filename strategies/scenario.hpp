@@ -56,6 +56,10 @@ struct ModelSpec {
     int hidden = 0;
     int heads = 0;
     int kv_heads = 0;       // 0: same as heads
+    // Size of one attention head; 0: hidden / heads. Qwen3 sets it apart from the hidden size
+    // (Qwen3-30B-A3B: 32 heads of 128 on a hidden size of 2048), so Q and the attention output
+    // are heads * head_dim wide while the residual stream stays `hidden`.
+    int head_dim = 0;
     int ffn_hidden = 0;     // 0: 4 * hidden
     int seq_len = 0;
     int vocab = 0;
@@ -85,6 +89,11 @@ struct ModelSpec {
     double moe_load_imbalance = 1.0;
 
     int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
+    int head_dim_or_default() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
+    // Whether the heads' width differs from the hidden size (model.head_dim given and not hidden / heads).
+    bool attention_width_differs() const {
+        return head_dim > 0 && static_cast<long long>(head_dim) * heads != hidden;
+    }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
     bool moe() const { return experts > 0; }
     int top_k() const { return experts_per_token > 0 ? experts_per_token : 1; }

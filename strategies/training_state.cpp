@@ -50,7 +50,7 @@ double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>&
     const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
     const double h = static_cast<double>(d.h);
     const double qkv = static_cast<double>(d.qkv_width()), fc1 = static_cast<double>(d.fc1_width());
-    const double matrices = h * qkv + h * h + h * fc1 + static_cast<double>(d.ffn) * h;
+    const double matrices = h * qkv + static_cast<double>(d.q_width()) * h + h * fc1 + static_cast<double>(d.ffn) * h;
     // GPT: biases of QKV and FC1 (first linears) and of the projection and FC2 (second), two
     // LayerNorms (scale and bias); Llama: no biases, two RMSNorm scales (as model_math.cpp).
     const double column_biases = m.swiglu ? 0.0 : qkv + fc1;

@@ -247,14 +247,6 @@ void refuse_unmodelled(const ConfigReader& r, const ModelSpec& m, const ModelImp
                                "(model.shared_experts counts whole experts)",
                                *shared, m.expert_ffn_or_default()));
     }
-    if (const auto head_dim = r.optional_int("head_dim", 1);
-        head_dim && static_cast<long long>(*head_dim) * m.heads != m.hidden) {
-        parts.push_back(fmt::format("head_dim = {}: {} heads x {} = {} differs from the hidden size {}; cuboid's "
-                                    "attention projections are hidden x hidden",
-                                    *head_dim, m.heads, *head_dim, static_cast<long long>(*head_dim) * m.heads,
-                                    m.hidden));
-        if (first.empty()) first = "head_dim";
-    }
     if (parts.empty()) return;
     std::string why;
     for (const std::string& part : parts) why += (why.empty() ? "" : "; ") + part;
@@ -321,6 +313,12 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file) 
     read(f->hidden, "model.hidden");
     m.heads = r.required_int(f->heads, "model.heads");
     read(f->heads, "model.heads");
+    // A head size of its own (Qwen3: 128 with hidden / heads = 64); kept only where it differs, so
+    // that a config stating hidden / heads gives exactly the preset's shape.
+    if (const auto head_dim = r.optional_int("head_dim", 1)) {
+        if (static_cast<long long>(*head_dim) * m.heads != m.hidden) m.head_dim = *head_dim;
+        read("head_dim", "model.head_dim");
+    }
     if (!f->kv_heads.empty())
         if (const auto kv = r.optional_int(f->kv_heads, 1)) {
             m.kv_heads = *kv;

@@ -1,10 +1,10 @@
 // model.hf_config: a Hugging Face transformers config.json read into cuboid's model shape
-// (docs/scenario.md, "Importing a Hugging Face config"). Dense decoder-only shapes of the Llama,
-// Mistral, Qwen2/Qwen3, DeepSeek, GPT-2 and GPT-NeoX families map onto the model keys; a field
-// that would change the FLOPs or memory in a way cuboid cannot model (mixture of experts, latent
-// attention, multi-token prediction, a head size other than hidden / heads) is refused, naming every
-// such field as not mapped and the fields that were mapped. The fields no check consulted are
-// recorded as not read (ModelImport::fields_not_read).
+// (docs/scenario.md, "Importing a Hugging Face config"). Decoder-only shapes of the Llama,
+// Mistral/Mixtral, Qwen2/Qwen3 (their mixtures of experts and head sizes included), DeepSeek,
+// GPT-2 and GPT-NeoX families map onto the model keys; a field that would change the FLOPs or
+// memory in a way cuboid cannot model (latent attention, multi-token prediction, experts on only
+// some layers) is refused, naming every such field as not mapped and the fields that were
+// mapped. The fields no check consulted are recorded as not read (ModelImport::fields_not_read).
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/scenario_keys.hpp"
 #include "strategies/cli/search_config.hpp"
+#include "strategies/cli/text_report.hpp"
 #include "strategies/cli/suggest.hpp"
 #include "strategies/model_presets.hpp"
 #include "strategies/names.hpp"
@@ -28,8 +29,8 @@ void print_models(std::ostream& out) {
         std::string aliases = join(p.aliases);
         fmt::print(out, "{:<18} {}{}\n", p.name, p.description, aliases.empty() ? "" : " (also: " + aliases + ")");
         const ModelSpec& m = p.spec;
-        fmt::print(out, "{:<18}   {} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}; {}\n", "",
-                   m.layers, m.hidden, m.heads, m.kv_heads_or_default(), m.ffn_or_default(), m.seq_len, m.vocab,
+        fmt::print(out, "{:<18}   {} layers, hidden {}, {}, ffn {}, seq {}, vocab {}{}; {}\n", "",
+                   m.layers, m.hidden, heads_text(m), m.ffn_or_default(), m.seq_len, m.vocab,
                    m.swiglu ? ", swiglu" : "", p.source);
     }
 }

@@ -16,6 +16,12 @@
 #include "strategies/names.hpp"
 
 namespace cuboid::cli {
+
+std::string heads_text(const ModelSpec& m) {
+    const std::string size = m.attention_width_differs() ? fmt::format(" of {}", m.head_dim) : "";
+    return fmt::format("{} heads{} ({} kv)", m.heads, size, m.kv_heads_or_default());
+}
+
 namespace {
 
 constexpr double kGB = 1e9;  // GB = 1e9 bytes throughout the report
@@ -47,8 +53,8 @@ void write_setup(std::ostream& out, const Scenario& s) {
     const hw::ClusterSpec& c = s.cluster;
     const ParallelPlan& p = s.parallel;
     fmt::print(out, "scenario  {}{}\n", s.name, s.source_file.empty() ? "" : " (" + s.source_file + ")");
-    fmt::print(out, "model     {}{} layers, hidden {}, {} heads ({} kv), ffn {}, seq {}, vocab {}{}\n",
-               model_origin(m), m.layers, m.hidden, m.heads, m.kv_heads_or_default(),
+    fmt::print(out, "model     {}{} layers, hidden {}, {}, ffn {}, seq {}, vocab {}{}\n",
+               model_origin(m), m.layers, m.hidden, heads_text(m),
                m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
     if (m.moe())
         fmt::print(out, "experts   {} routed experts, top-{}, expert ffn {}{}{}, load imbalance {}\n", m.experts, m.top_k(),

@@ -21,4 +21,7 @@ std::string fitting_changes_summary(const std::vector<FittingChange>& changes);
 // "3.2 days", "4.1 h", "12.5 min", "8.3 s"
 std::string human_duration(double seconds);
 
+// "32 heads (4 kv)", with each head's size when it is not hidden / heads: "32 heads of 128 (4 kv)".
+std::string heads_text(const ModelSpec& m);
+
 }  // namespace cuboid::cli

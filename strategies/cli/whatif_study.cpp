@@ -65,7 +65,7 @@ std::string entry_name(const YAML::Node& entry, const InputLocation& w) {
 constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node", "scale_up_domain", "intra_node", "intra_node_gbps",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
                                         "node_overhead_w", "gpu_purchase_usd"};
-constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
                                       "transformer_engine", "fp8_recipe"};

@@ -12,7 +12,7 @@ std::int64_t rows_of(double x) { return static_cast<std::int64_t>(x + 0.5); }
 ModeLinear mode_linear(const LayerDims& d, LayerOp op) {
     switch (op) {
         case LayerOp::Qkv: return {op, d.h, d.qkv_width(), false};
-        case LayerOp::Proj: return {op, d.heads * d.head_dim, d.h, true};
+        case LayerOp::Proj: return {op, d.q_width(), d.h, true};
         case LayerOp::Fc1: return {op, d.h, d.fc1_width(), false};
         default: return {LayerOp::Fc2, d.ffn, d.h, true};
     }

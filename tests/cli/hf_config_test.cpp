@@ -228,15 +228,29 @@ TEST_CASE("what cuboid cannot model is refused, naming the field", "[cli][hf_con
     const auto shared = import_error(
         llama_with_all(R"({"num_experts": 60, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 1000})"));
     CHECK(shared.where().key == "/shared_expert_intermediate_size");
+}
 
-    // Qwen3-0.6B's heads are wider than hidden / heads.
-    const auto head_dim = import_error(llama_with("head_dim", "128"));
-    CHECK(head_dim.where().key == "/head_dim");
-    CHECK(contains(head_dim.what(), "4 heads x 128 = 512 differs from the hidden size 256"));
+TEST_CASE("a head size other than hidden / heads is read as model.head_dim", "[cli][hf_config]") {
+    // The shape fields of Qwen/Qwen3-30B-A3B's config.json: 32 heads of 128 on a hidden size of 2048.
+    const ModelSpec qwen3 = import_hf_config(
+        R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 32,
+        "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144, "vocab_size": 151936,
+        "max_position_embeddings": 40960, "num_experts": 128, "num_experts_per_tok": 8,
+        "moe_intermediate_size": 768, "decoder_sparse_step": 1, "mlp_only_layers": [], "tie_word_embeddings": false})",
+        "c.json");
+    CHECK(qwen3.head_dim == 128);
+    CHECK(qwen3.head_dim_or_default() == 128);
+    CHECK(qwen3.attention_width_differs());
+    const auto& read = qwen3.imported->fields_read;
+    CHECK(std::find(read.begin(), read.end(), std::pair<std::string, std::string>{"head_dim", "model.head_dim"}) !=
+          read.end());
+    // Stated as hidden / heads, it changes nothing: the shape stays the preset's (head_dim 0).
+    const ModelSpec same = import_hf_config(llama_with("head_dim", "64"), "c.json");  // = 256 / 4
+    CHECK(same.head_dim == 0);
+    CHECK(same.head_dim_or_default() == 64);
 }
 
 TEST_CASE("fields that do not change the shape are accepted", "[cli][hf_config]") {
-    CHECK_NOTHROW(import_hf_config(llama_with("head_dim", "64"), "c.json"));  // = 256 / 4
     CHECK_NOTHROW(import_hf_config(llama_with("num_local_experts", "1"), "c.json"));
     CHECK_NOTHROW(import_hf_config(llama_with("n_routed_experts", "null"), "c.json"));
     CHECK_NOTHROW(import_hf_config(llama_with("kv_lora_rank", "null"), "c.json"));

@@ -358,8 +358,22 @@ TEST_CASE("expert parallelism: the mixture-of-experts presets count their publis
     // Mixtral 8x22B: 141B (Mistral AI's model card); Grok-1: 314B (xAI's release).
     CHECK(parameter_count(preset("mixtral-8x22b")) == Approx(141e9).epsilon(0.01));
     CHECK(parameter_count(preset("grok-1")) == Approx(314e9).epsilon(0.01));
-    // Qwen3: 30.5B and 235B (Qwen3 report, Table 2), less the attention their head_dim 128 adds.
-    CHECK(parameter_count(preset("qwen3-30b-a3b")) == Approx(30.5e9).epsilon(0.03));
-    CHECK(parameter_count(preset("qwen3-235b-a22b")) == Approx(235e9).epsilon(0.03));
-    CHECK(preset("qwen3-30b-a3b").top_k() == 8);
+    // Qwen3: 30.5B with 3.3B active, 235B with 22B active (Qwen3 report, Table 2), with their
+    // attention heads of 128 on hidden sizes of 2048 and 4096 (model.head_dim).
+    const ModelSpec qwen3_30b = preset("qwen3-30b-a3b");
+    CHECK(parameter_count(qwen3_30b) == Approx(30.5e9).epsilon(0.01));
+    ModelSpec qwen3_30b_active = qwen3_30b;
+    qwen3_30b_active.experts = qwen3_30b.top_k();
+    CHECK(parameter_count(qwen3_30b_active) == Approx(3.3e9).epsilon(0.02));
+    const ModelSpec qwen3_235b = preset("qwen3-235b-a22b");
+    CHECK(parameter_count(qwen3_235b) == Approx(235e9).epsilon(0.01));
+    ModelSpec qwen3_235b_active = qwen3_235b;
+    qwen3_235b_active.experts = qwen3_235b.top_k();
+    CHECK(parameter_count(qwen3_235b_active) == Approx(22e9).epsilon(0.02));
+    // Heads of hidden / heads = 64 instead would halve Q, K, V and the projection: per layer
+    // 2 x 2048 x (4096 - 2048) for Q and the projection, 2 x 2048 x (512 - 256) for K and V.
+    ModelSpec narrow = qwen3_30b;
+    narrow.head_dim = 0;
+    CHECK(parameter_count(qwen3_30b) - parameter_count(narrow) == 48.0 * (2 * 2048 * 2048 + 2 * 2048 * 256));
+    CHECK(qwen3_30b.top_k() == 8);
 }

@@ -23,7 +23,7 @@ using Mat = Eigen::MatrixXd;  // activations are [tokens, features], one row per
 struct GptDims {
     int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0;
     int head_dim() const { return hidden / heads; }
-    static GptDims of(const ModelSpec& m);  // GPT style only (no SwiGLU, no grouped-query attention)
+    static GptDims of(const ModelSpec& m);  // GPT style only (no SwiGLU, no grouped-query attention, head_dim = hidden / heads)
 };
 
 // Megatron 1d split of a parameter over the tensor group.

@@ -154,6 +154,7 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         sets.push_back(fmt::format("cluster.scale_up_domain={}", *domain));
     if (const auto recipe = fp8_recipe(text("precision"))) sets.push_back("training.fp8_recipe=" + *recipe);
     if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
+    if (!t.empty(r, "head_dim")) sets.push_back("model.head_dim=" + text("head_dim"));
     if (!t.empty(r, "ffn_hidden")) sets.push_back("model.ffn_hidden=" + text("ffn_hidden"));
     // Mixture of experts: the routed experts, top-k, expert MLP size and shared experts; the
     // row's expert and expert-tensor degrees (blank etp: 1, Megatron-Core's default).
