@@ -66,7 +66,9 @@ constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
                                         "node_overhead_w", "gpu_purchase_usd"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
-                                      "seq_len", "vocab", "swiglu", "attention", "attention_dropout",
+                                      "seq_len", "vocab", "swiglu", "experts", "experts_per_token",
+                                      "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_load_imbalance",
+                                      "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
                                       "transformer_engine", "fp8_recipe"};
 

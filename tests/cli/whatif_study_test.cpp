@@ -163,6 +163,39 @@ TEST_CASE("a study without name: or search: runs (both are optional)", "[whatif]
     CHECK(o.code == 0);
 }
 
+TEST_CASE("a study's model may be a mixture of experts with heads of their own size, searched over expert degrees",
+          "[whatif]") {
+    const std::string path = write_study("moe.yaml",
+                                         "search: {tensor: [1], pipeline: [1], micro_batch: [1], expert: [2, 4],\n"
+                                         "         sequence_parallel: [false], zero_stage: [1], recompute: [none]}\n"
+                                         "models:\n"
+                                         "  - {name: m, layers: 2, hidden: 256, heads: 4, kv_heads: 2, head_dim: 128,\n"
+                                         "     seq_len: 256, vocab: 1000, swiglu: true, experts: 8, experts_per_token: 2,\n"
+                                         "     expert_ffn_hidden: 128, shared_experts: 1, dense_layers: 1,\n"
+                                         "     moe_load_imbalance: 1.5, tokens: 1e9, global_batch: 8}\n"
+                                         "clusters:\n"
+                                         "  - {name: c, gpu: h100-sxm-80gb, nodes: 1, gpus_per_node: 4, gpu_hour_usd: 1}\n");
+    const Study s = load_study_file(path, builtin_name_resolvers());
+    REQUIRE(s.models.size() == 1);
+    const ModelSpec& m = s.models[0].settings.model;
+    CHECK(m.head_dim == 128);
+    CHECK(m.experts == 8);
+    CHECK(m.top_k() == 2);
+    CHECK(m.expert_ffn_hidden == 128);
+    CHECK(m.shared_experts == 1);
+    CHECK(m.dense_layers == 1);
+    CHECK(m.moe_load_imbalance == 1.5);
+    const Outcome o = run_cli({"whatif", path, "--json", "-", "--quiet"});
+    INFO(o.err);
+    REQUIRE(o.code == 0);
+    const auto j = nlohmann::json::parse(o.out);
+    INFO(o.out);
+    REQUIRE(j["rows"].size() == 1);
+    CHECK(j["rows"][0]["status"] == "ok");
+    const int ep = j["rows"][0]["plan"]["expert"].get<int>();
+    CHECK((ep == 2 || ep == 4));  // the plan is one of the space's expert-parallel ones
+}
+
 TEST_CASE("the default study has a rented price for every cluster and an owned cost where the catalog prices the GPU",
           "[whatif][cost]") {
     const std::string path = std::string(CUBOID_SOURCE_DIR) + "/scenarios/studies/llm70b-2t.yaml";
