@@ -3,100 +3,123 @@
 namespace cuboid {
 namespace {
 
-// Index of `word` in `names`; throws listing the allowed words when absent.
-std::size_t find_name(const std::vector<NamedValue>& names, const std::string& word,
-                      const InputLocation& where, const char* what) {
-    for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i].name == word) return i;
+constexpr Descriptor<Schedule> kSchedules[] = {
+    {Schedule::GPipe, "gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
+    {Schedule::OneFOneB, "1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
+    {Schedule::Interleaved, "interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
+    {Schedule::ShiftedCriticalPath, "shifted-critical-path",
+     "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"},
+    {Schedule::ZeroBubbleH1, "zb-h1",
+     "zero bubble H1 (Qi et al. ICLR 2024): backward split into input- and weight-gradient passes, weight gradients "
+     "deferred into the bubbles; 1F1B's activation memory"},
+    {Schedule::ZeroBubbleV, "zb-v",
+     "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), "
+     "split backward; 1F1B's activation memory; needs virtual_stages 2"},
+};
+
+constexpr Descriptor<Recompute> kRecompute[] = {
+    {Recompute::None, "none", "store every activation"},
+    {Recompute::Full, "full", "store each layer's input, recompute the layer before its backward"},
+    {Recompute::Selective, "selective", "recompute the attention core only (Korthikanti et al. 2022)"},
+    {Recompute::StageAware, "stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"},
+};
+
+constexpr Descriptor<TensorMode> kTensorModes[] = {
+    {TensorMode::OneD, "1d", "Megatron tensor parallelism (Shoeybi et al. 2019)"},
+    {TensorMode::TwoD, "2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)"},
+    {TensorMode::ThreeD, "3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
+    {TensorMode::Atp, "atp",
+     "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"},
+};
+
+constexpr Descriptor<ContextMode> kContextModes[] = {
+    {ContextMode::Ring, "ring",
+     "K/V blocks passed around the context group, overlapped with blockwise attention (Transformer Engine p2p; "
+     "Liu et al. 2023, ring attention)"},
+    {ContextMode::AllGather, "all-gather",
+     "K/V all-gathered before attention, dK/dV reduce-scattered (Llama 3, Dubey et al. 2024)"},
+    {ContextMode::AllToAll, "all-to-all",
+     "Q/K/V exchanged from sequence to head split and back (DeepSpeed-Ulysses, Jacobs et al. 2023)"},
+};
+
+constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {
+    {Fp8Recipe::Delayed, "delayed", "per-tensor scale from the amax history (Transformer Engine DelayedScaling)"},
+    {Fp8Recipe::Current, "current",
+     "per-tensor scale from the tensor's own amax, one more pass per cast (Float8CurrentScaling)"},
+    {Fp8Recipe::Mxfp8, "mxfp8",
+     "a scale per 32 elements, both orientations cast from 16 bits (MXFP8BlockScaling; Blackwell, CDNA4)"},
+};
+
+constexpr Descriptor<AtpOrder> kAtpOrders[] = {
+    {AtpOrder::Auto, "auto", "chosen with the mesh from the cluster's communication matrix"},
+    {AtpOrder::ColumnFirst, "column-first",
+     "mesh axis 0 (consecutive GPUs) splits the first linear's columns (heads, MLP)"},
+    {AtpOrder::RowFirst, "row-first", "mesh axis 0 (consecutive GPUs) splits the hidden size"},
+};
+
+constexpr Descriptor<sim::Precision> kPrecisions[] = {
+    {sim::Precision::Fp32, "fp32", "32-bit float"},
+    {sim::Precision::Tf32, "tf32", "TensorFloat-32 GEMMs, fp32 storage"},
+    {sim::Precision::Fp16, "fp16", "16-bit float, mixed precision"},
+    {sim::Precision::Bf16, "bf16", "bfloat16, mixed precision"},
+    {sim::Precision::Fp8, "fp8", "8-bit float GEMMs, 16-bit activations"},
+};
+
+// The row of `word`; throws listing the allowed words when absent.
+template <class E>
+E parse_in(std::span<const Descriptor<E>> table, const std::string& word, const InputLocation& where,
+           const char* what) {
+    for (const auto& d : table)
+        if (d.name == word) return d.value;
     std::string allowed;
-    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n.name;
+    for (const auto& d : table) allowed += (allowed.empty() ? "" : ", ") + std::string(d.name);
     throw InputError(where, "unknown " + std::string(what) + " '" + word + "'; allowed: " + allowed);
+}
+
+template <class E>
+std::string name_in(std::span<const Descriptor<E>> table, E value) {
+    for (const auto& d : table)
+        if (d.value == value) return d.name;
+    return "?";
 }
 
 }  // namespace
 
-// Order of each list == order of the enum's values.
-std::vector<NamedValue> schedule_names() {
-    return {{"gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
-            {"1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
-            {"interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
-            {"shifted-critical-path", "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"},
-            {"zb-h1", "zero bubble H1 (Qi et al. ICLR 2024): backward split into input- and weight-gradient passes, weight gradients deferred into the bubbles; 1F1B's activation memory"},
-            {"zb-v", "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), split backward; 1F1B's activation memory; needs virtual_stages 2"}};
-}
-
-std::vector<NamedValue> recompute_names() {
-    return {{"none", "store every activation"},
-            {"full", "store each layer's input, recompute the layer before its backward"},
-            {"selective", "recompute the attention core only (Korthikanti et al. 2022)"},
-            {"stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"}};
-}
-
-std::vector<NamedValue> tensor_mode_names() {
-    return {{"1d", "Megatron tensor parallelism (Shoeybi et al. 2019)"},
-            {"2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)"},
-            {"3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
-            {"atp", "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"}};
-}
-
-std::vector<NamedValue> context_mode_names() {
-    return {{"ring", "K/V blocks passed around the context group, overlapped with blockwise attention (Transformer Engine p2p; Liu et al. 2023, ring attention)"},
-            {"all-gather", "K/V all-gathered before attention, dK/dV reduce-scattered (Llama 3, Dubey et al. 2024)"},
-            {"all-to-all", "Q/K/V exchanged from sequence to head split and back (DeepSpeed-Ulysses, Jacobs et al. 2023)"}};
-}
-
-std::vector<NamedValue> fp8_recipe_names() {
-    return {{"delayed", "per-tensor scale from the amax history (Transformer Engine DelayedScaling)"},
-            {"current", "per-tensor scale from the tensor's own amax, one more pass per cast (Float8CurrentScaling)"},
-            {"mxfp8", "a scale per 32 elements, both orientations cast from 16 bits (MXFP8BlockScaling; Blackwell, CDNA4)"}};
-}
-
-std::vector<NamedValue> atp_order_names() {
-    return {{"auto", "chosen with the mesh from the cluster's communication matrix"},
-            {"column-first", "mesh axis 0 (consecutive GPUs) splits the first linear's columns (heads, MLP)"},
-            {"row-first", "mesh axis 0 (consecutive GPUs) splits the hidden size"}};
-}
-
-std::vector<NamedValue> precision_names() {
-    return {{"fp32", "32-bit float"},
-            {"tf32", "TensorFloat-32 GEMMs, fp32 storage"},
-            {"fp16", "16-bit float, mixed precision"},
-            {"bf16", "bfloat16, mixed precision"},
-            {"fp8", "8-bit float GEMMs, 16-bit activations"}};
-}
+std::span<const Descriptor<Schedule>> schedule_table() { return kSchedules; }
+std::span<const Descriptor<Recompute>> recompute_table() { return kRecompute; }
+std::span<const Descriptor<TensorMode>> tensor_mode_table() { return kTensorModes; }
+std::span<const Descriptor<ContextMode>> context_mode_table() { return kContextModes; }
+std::span<const Descriptor<Fp8Recipe>> fp8_recipe_table() { return kFp8Recipes; }
+std::span<const Descriptor<AtpOrder>> atp_order_table() { return kAtpOrders; }
+std::span<const Descriptor<sim::Precision>> precision_table() { return kPrecisions; }
 
 Schedule parse_schedule(const std::string& word, const InputLocation& where) {
-    return static_cast<Schedule>(find_name(schedule_names(), word, where, "schedule"));
+    return parse_in(schedule_table(), word, where, "schedule");
 }
-
 Recompute parse_recompute(const std::string& word, const InputLocation& where) {
-    return static_cast<Recompute>(find_name(recompute_names(), word, where, "recompute policy"));
+    return parse_in(recompute_table(), word, where, "recompute policy");
 }
-
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where) {
-    return static_cast<TensorMode>(find_name(tensor_mode_names(), word, where, "tensor mode"));
+    return parse_in(tensor_mode_table(), word, where, "tensor mode");
 }
-
 ContextMode parse_context_mode(const std::string& word, const InputLocation& where) {
-    return static_cast<ContextMode>(find_name(context_mode_names(), word, where, "context mode"));
+    return parse_in(context_mode_table(), word, where, "context mode");
 }
-
 Fp8Recipe parse_fp8_recipe(const std::string& word, const InputLocation& where) {
-    return static_cast<Fp8Recipe>(find_name(fp8_recipe_names(), word, where, "fp8 recipe"));
+    return parse_in(fp8_recipe_table(), word, where, "fp8 recipe");
 }
-
-std::string fp8_recipe_name(Fp8Recipe r) { return fp8_recipe_names().at(static_cast<std::size_t>(r)).name; }
-
 AtpOrder parse_atp_order(const std::string& word, const InputLocation& where) {
-    return static_cast<AtpOrder>(find_name(atp_order_names(), word, where, "ATP order"));
+    return parse_in(atp_order_table(), word, where, "ATP order");
 }
-
 sim::Precision parse_precision(const std::string& word, const InputLocation& where) {
-    return static_cast<sim::Precision>(find_name(precision_names(), word, where, "precision"));
+    return parse_in(precision_table(), word, where, "precision");
 }
 
-std::string precision_name(sim::Precision p) {
-    return precision_names()[static_cast<std::size_t>(p)].name;
-}
+std::string fp8_recipe_name(Fp8Recipe r) { return name_in(fp8_recipe_table(), r); }
+std::string precision_name(sim::Precision p) { return name_in(precision_table(), p); }
+std::string to_string(Schedule s) { return name_in(schedule_table(), s); }
+std::string to_string(Recompute r) { return name_in(recompute_table(), r); }
+std::string to_string(TensorMode m) { return name_in(tensor_mode_table(), m); }
+std::string to_string(ContextMode m) { return name_in(context_mode_table(), m); }
 
 }  // namespace cuboid
