@@ -287,6 +287,12 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_unsupported(c, sc.parallel);
     check_attention(c, sc);
     check_fp8_recipe(c, sc);
+    // Megatron's fp16 path keeps fp16 gradients with an fp32 copy, fp32 training fp32 ones: the
+    // choice is that of bf16 (and fp8) training's main gradients.
+    const sim::Precision p = sc.training.precision;
+    c.require(!sc.training.grad_precision || p == sim::Precision::Bf16 || p == sim::Precision::Fp8,
+              "training.grad_precision",
+              "chooses the gradients of bf16 or fp8 training (got training.precision " + precision_name(p) + ")");
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
     // The replicas of the weights in a stage: data x context (the gradient reduction's group).

@@ -54,7 +54,7 @@ GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
     double unit = layer_parameter_count_per_rank(m, l.tensor);
     if (stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
     if (stage == l.head_stage()) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.tied_pipeline()));
-    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    const StateBytesPerParam state = state_bytes_per_param(sc.training);
     return {2.0 * unit * state.weight, unit * state.grad};
 }
 
@@ -62,7 +62,7 @@ GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
 // layer's dimensions `d` (dims_of(sc, l)) already worked out.
 Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const LayerDims& d) {
     const StageParameters params = stage_parameter_split(sc.model, l, stage);
-    Bytes b = resident_state_bytes(params, l, sc.training.precision, sc.parallel.zero_stage, l.shard_size());
+    Bytes b = resident_state_bytes(params, l, sc.training, sc.parallel.zero_stage, l.shard_size());
     if (l.pipeline > 1) b += Bytes(pipeline_buffer_bytes(l, d));
     const GatherBuffers g = gather_buffers(sc, l, stage);
     if (g.weights > 0.0) b += Bytes(g.weights + g.grads);
@@ -73,7 +73,7 @@ Bytes resident_bytes(const Scenario& sc, const Layout& l, int stage, const Layer
 StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& layer, int stage, int checkpointed,
                      std::size_t ops_per_layer) {
     const ModelSpec& m = sc.model;
-    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    const StateBytesPerParam state = state_bytes_per_param(sc.training);
     StagePlan p;
     p.layout = &l;
     p.stage = stage;
@@ -106,7 +106,7 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.tied_embedding_params = ends ? tied_embedding_copy_per_rank(m, l.tensor, l.tied_pipeline()) : 0.0;
     p.grad_bytes_per_param = state.grad;
     p.weight_bytes_per_param = state.weight;
-    p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training.precision);
+    p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training);
     p.bucket_params = gradient_bucket_params(l.data);
     p.resident = resident_bytes(sc, l, stage, layer.dims);
     return p;
@@ -163,9 +163,9 @@ Bytes stage_resident_bytes(const Scenario& sc, const Layout& l, int stage) {
 ResidentMemory stage_resident_memory(const Scenario& sc, const Layout& l, int stage) {
     const StageParameters params = stage_parameter_split(sc.model, l, stage);
     const StateBytesPerParam per_param =
-        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.shard_size());
+        sharded_state_bytes_per_param(sc.training, sc.parallel.zero_stage, l.shard_size());
     const StateBytesPerParam per_expert_param =
-        sharded_state_bytes_per_param(sc.training.precision, sc.parallel.zero_stage, l.expert_data());
+        sharded_state_bytes_per_param(sc.training, sc.parallel.zero_stage, l.expert_data());
     const GatherBuffers g = gather_buffers(sc, l, stage);
     ResidentMemory r;
     r.weights_bytes = params.dense * per_param.weight + params.expert * per_expert_param.weight + g.weights;

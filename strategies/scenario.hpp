@@ -147,6 +147,11 @@ struct TrainingSpec {
     int global_batch = 0;                 // sequences per iteration
     int micro_batch = 1;                  // sequences per micro-batch
     sim::Precision precision = sim::Precision::Bf16;
+    // The gradient buffer and its data-parallel reduction (training.grad_precision): unset, the
+    // precision's default (fp32 main gradients under bf16 and fp8, Megatron's); bf16 halves the
+    // buffer and the reduced bytes (Megatron-Core's grad_reduce_in_fp32 = False, PyTorch FSDP's
+    // reduce_dtype = bf16).
+    std::optional<sim::Precision> grad_precision;
     std::optional<double> tokens;         // tokens to train, for time to train
 };
 

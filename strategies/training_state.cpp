@@ -16,6 +16,12 @@ StateBytesPerParam state_bytes_per_param(sim::Precision p) {
     return {2.0, 4.0, 12.0};
 }
 
+StateBytesPerParam state_bytes_per_param(const TrainingSpec& t) {
+    StateBytesPerParam s = state_bytes_per_param(t.precision);
+    if (t.grad_precision) s.grad = sim::bytes_per_element(*t.grad_precision);
+    return s;
+}
+
 double checkpoint_bytes(const ModelSpec& m, sim::Precision p) {
     const bool mixed = !(p == sim::Precision::Fp32 || p == sim::Precision::Tf32);
     const double adam = 8.0 + (mixed ? 4.0 : 0.0);
@@ -23,7 +29,14 @@ double checkpoint_bytes(const ModelSpec& m, sim::Precision p) {
 }
 
 double optimizer_step_bytes_per_param(sim::Precision p) {
-    const StateBytesPerParam s = state_bytes_per_param(p);
+    TrainingSpec t;
+    t.precision = p;
+    return optimizer_step_bytes_per_param(t);
+}
+
+double optimizer_step_bytes_per_param(const TrainingSpec& t) {
+    const sim::Precision p = t.precision;
+    const StateBytesPerParam s = state_bytes_per_param(t);
     const bool mixed = !(p == sim::Precision::Fp32 || p == sim::Precision::Tf32);
     const double moments = 2.0 * 8.0;                // read + write m and v (fp32)
     const double main_weight = 2.0 * 4.0;            // read + write the fp32 weight
@@ -88,13 +101,19 @@ StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int s
     return p;
 }
 
-Bytes resident_state_bytes(const StageParameters& params, const Layout& l, sim::Precision p, int zero_stage, int data) {
-    return resident_state_bytes(params.dense, p, zero_stage, data) +
-           resident_state_bytes(params.expert, p, zero_stage, l.expert_data());
+Bytes resident_state_bytes(const StageParameters& params, const Layout& l, const TrainingSpec& t, int zero_stage, int data) {
+    return resident_state_bytes(params.dense, t, zero_stage, data) +
+           resident_state_bytes(params.expert, t, zero_stage, l.expert_data());
 }
 
 StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data) {
-    const StateBytesPerParam s = state_bytes_per_param(p);
+    TrainingSpec t;
+    t.precision = p;
+    return sharded_state_bytes_per_param(t, zero_stage, data);
+}
+
+StateBytesPerParam sharded_state_bytes_per_param(const TrainingSpec& t, int zero_stage, int data) {
+    const StateBytesPerParam s = state_bytes_per_param(t);
     const double d = data;
     StateBytesPerParam out;
     out.optimizer = zero_stage >= 1 ? s.optimizer / d : s.optimizer;
@@ -104,7 +123,13 @@ StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stag
 }
 
 Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data) {
-    return Bytes(params * sharded_state_bytes_per_param(p, zero_stage, data).total());
+    TrainingSpec t;
+    t.precision = p;
+    return resident_state_bytes(params, t, zero_stage, data);
+}
+
+Bytes resident_state_bytes(double params, const TrainingSpec& t, int zero_stage, int data) {
+    return Bytes(params * sharded_state_bytes_per_param(t, zero_stage, data).total());
 }
 
 }  // namespace cuboid

@@ -28,11 +28,14 @@ struct StateBytesPerParam {
 };
 
 StateBytesPerParam state_bytes_per_param(sim::Precision p);
+// The same with the scenario's gradient precision (TrainingSpec::grad_precision).
+StateBytesPerParam state_bytes_per_param(const TrainingSpec& t);
 
 // HBM bytes one Adam step moves per parameter of the local shard: read the gradient, read and
 // write both moments and the fp32 main weight, write the working copy (mixed precision).
 // bf16: 4 + 16 + 8 + 2 = 30.
 double optimizer_step_bytes_per_param(sim::Precision p);
+double optimizer_step_bytes_per_param(const TrainingSpec& t);
 
 // Parameters one rank of `stage` holds: its layers split over t, the vocabulary-parallel word
 // embedding (+ learned positions) on the first stage, the final norm and output matrix on the
@@ -48,7 +51,7 @@ struct StageParameters {
 StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int stage);
 // Resident bytes of a stage's split parameters: the dense part sharded by ZeRO over `data`
 // ranks, the experts' over the layout's expert-data group.
-Bytes resident_state_bytes(const StageParameters& params, const Layout& l, sim::Precision p, int zero_stage, int data);
+Bytes resident_state_bytes(const StageParameters& params, const Layout& l, const TrainingSpec& t, int zero_stage, int data);
 // Parameters of one transformer layer on one device of the tensor mesh (Layout::tensor_mesh).
 // Every mode splits the weight matrices over all t devices. Biases and norms:
 //   two-axis mesh {dc, dr} (1d = {t, 1}; 2d = {q, q}; atp column-first): the first linears'
@@ -70,6 +73,7 @@ double tied_embedding_copy_per_rank(const ModelSpec& m, int t, int pipeline);
 // Bytes per parameter one rank keeps after ZeRO: optimizer state (ZeRO >= 1), gradients (>= 2)
 // and weights (3) divided over the d data-parallel replicas.
 StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data);
+StateBytesPerParam sharded_state_bytes_per_param(const TrainingSpec& t, int zero_stage, int data);
 
 // ZeRO-3 over more than one rank: the weights are gathered per unit (layer, embedding, head) and
 // the gradients reduce-scattered per unit (stage_builder.cpp).
@@ -77,5 +81,6 @@ inline bool fully_sharded(int zero_stage, const Layout& l) { return zero_stage =
 
 // Resident bytes: params * sharded_state_bytes_per_param(...).total().
 Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data);
+Bytes resident_state_bytes(double params, const TrainingSpec& t, int zero_stage, int data);
 
 }  // namespace cuboid

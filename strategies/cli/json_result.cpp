@@ -9,6 +9,7 @@
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/cost_report.hpp"
 #include "strategies/names.hpp"
+#include "strategies/training_state.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -144,6 +145,8 @@ nlohmann::ordered_json plan_fields(const Scenario& s) {
             {"global_batch", s.training.global_batch},
             {"micro_batch", s.training.micro_batch},
             {"precision", precision_name(s.training.precision)},
+            // The gradient buffer's bytes per element: the precision's default unless given.
+            {"grad_bytes_per_param", state_bytes_per_param(s.training).grad},
             {"framework", framework_name(s.stack.framework)},
             {"attention", attention_kernel_name(s.model.attention)},
             {"attention_dropout", s.model.attention_dropout},

@@ -65,6 +65,12 @@ void set_attention_kind(Scenario& s, V v, W w, C) {
     else throw InputError(w, fmt::format("unknown attention kind '{}'; allowed: mha, mla", v));
 }
 
+void set_grad_precision(Scenario& s, V v, W w, C) {
+    if (v == "fp32") s.training.grad_precision = sim::Precision::Fp32;
+    else if (v == "bf16") s.training.grad_precision = sim::Precision::Bf16;
+    else throw InputError(w, fmt::format("unknown gradient precision '{}'; allowed: fp32, bf16", v));
+}
+
 void set_attention_mask(Scenario& s, V v, W w, C) {
     if (v == "causal") s.model.causal = true;
     else if (v == "full") s.model.causal = false;
@@ -259,6 +265,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.training.micro_batch = int_at_least(v, w, 1); }},
     {"training.precision", "name", "", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8", "arithmetic of the matrix products",
      [](Scenario& s, V v, W w, C) { s.training.precision = parse_suggesting(parse_precision, precision_words(), v, w); }},
+    {"training.grad_precision", "name", "", "fp32 (under bf16 and fp8; fp16: fp16 with an fp32 copy)", "fp32 | bf16",
+     "the gradient buffer and its data-parallel reduction: bf16 halves both (Megatron-Core grad_reduce_in_fp32 off, "
+     "PyTorch FSDP reduce_dtype bf16); bf16 or fp8 training only",
+     set_grad_precision},
     {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
      "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
      "parallel.dp_overlap, parallel.tp_backward_overlap, training.transformer_engine (each key given in the "

@@ -70,7 +70,7 @@ constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "hea
                                       "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_load_imbalance",
                                       "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
-                                      "transformer_engine", "fp8_recipe"};
+                                      "transformer_engine", "fp8_recipe", "grad_precision"};
 
 template <std::size_t N>
 std::vector<std::string> words(const char* const (&keys)[N]) {
@@ -176,7 +176,7 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
         if (std::find(std::begin(kModelKeys), std::end(kModelKeys), k) == std::end(kModelKeys))
             throw InputError(w, unknown_name_message("model key", k, words(kModelKeys)));
         const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework" ||
-                              k == "transformer_engine" || k == "fp8_recipe";
+                              k == "transformer_engine" || k == "fp8_recipe" || k == "grad_precision";
         r.set(m.settings, (training ? "training." : "model.") + k, it->second, w);
     }
     if (!m.settings.training.tokens)

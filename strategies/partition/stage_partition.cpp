@@ -82,11 +82,11 @@ NodeCost layer_cost(const Scenario& sc, const Layout& l, const LayerContext& bas
     n.recompute_time = forward_only(plain, r).time;
     n.stash_bytes = forward_only(plain, r).kept;
     n.stash_ckpt_bytes = forward_only(base.with_policy(Recompute::Full), r).kept;
-    n.static_bytes = resident_state_bytes(layer_parameter_count_per_rank(sc.model, l.tensor), sc.training.precision,
+    n.static_bytes = resident_state_bytes(layer_parameter_count_per_rank(sc.model, l.tensor), sc.training,
                                           sc.parallel.zero_stage, l.data).value;
     if (sc.model.moe()) {  // every layer priced as an expert layer (the dense ones are lighter)
         const LayerParameters moe = layer_parameters(sc.model, sc.model.layers - 1, l.tensor, l.expert, l.expert_tensor);
-        n.static_bytes = resident_state_bytes(StageParameters{moe.dense, moe.expert}, l, sc.training.precision,
+        n.static_bytes = resident_state_bytes(StageParameters{moe.dense, moe.expert}, l, sc.training,
                                               sc.parallel.zero_stage, l.data)
                              .value;
     }
@@ -106,7 +106,7 @@ NodeCost end_cost(const Scenario& sc, const Layout& l, const LayerContext& c, co
     NodeCost n;
     n.time = emitted(c, r, both).time;
     n.stash_bytes = emitted(c, r, fwd).kept;
-    n.static_bytes = resident_state_bytes(params, sc.training.precision, sc.parallel.zero_stage, l.data).value;
+    n.static_bytes = resident_state_bytes(params, sc.training, sc.parallel.zero_stage, l.data).value;
     return n;
 }
 
