@@ -70,6 +70,12 @@ std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
         case ChangeKind::MicroBatch: return micro_batch_steps(s);
         case ChangeKind::ZeroStage: return zero_steps(s);
         case ChangeKind::Pipeline: return pipeline_steps(s);
+        case ChangeKind::GradPrecision: {
+            const sim::Precision p = s.training.precision;
+            const bool mixed = p == sim::Precision::Bf16 || p == sim::Precision::Fp8;
+            if (mixed && !s.training.grad_precision) return {{"training.grad_precision=bf16"}};
+            return {};
+        }
     }
     return {};
 }
@@ -117,6 +123,7 @@ std::string change_kind_name(ChangeKind k) {
         case ChangeKind::MicroBatch: return "micro_batch";
         case ChangeKind::ZeroStage: return "zero_stage";
         case ChangeKind::Pipeline: return "pipeline";
+        case ChangeKind::GradPrecision: return "grad_precision";
     }
     return "unknown";
 }
@@ -133,7 +140,7 @@ std::string change_kinds_name(const std::vector<ChangeKind>& kinds) {
 namespace {
 
 constexpr ChangeKind kKinds[] = {ChangeKind::SequenceParallel, ChangeKind::Recompute, ChangeKind::MicroBatch,
-                                 ChangeKind::ZeroStage, ChangeKind::Pipeline};
+                                 ChangeKind::ZeroStage, ChangeKind::Pipeline, ChangeKind::GradPrecision};
 
 // Per pair of kinds, the least combination that fits: the steps i of `a` and j of `b` with the
 // smallest i + j (then the smaller i) whose memory walk fits, kept when its simulation confirms.

@@ -6,7 +6,9 @@
 //   recomputation         the first of selective, stage-aware, full beyond the plan's own;
 //   micro-batch           the largest smaller one;
 //   ZeRO stage            the first higher one the plan validation accepts;
-//   pipeline degree       the first larger one with the same GPUs (data parallelism shrinks).
+//   pipeline degree       the first larger one with the same GPUs (data parallelism shrinks);
+//   bf16 gradients        (bf16 or fp8 training with the default fp32 gradients): 2 bytes per
+//                         parameter less, before ZeRO 2 shards them.
 // A change is kept only when the plan validation accepts the changed plan, its program's memory
 // walk (check_memory) fits, and its simulation (run_scenario) confirms the fit; it is shown
 // with the simulated iteration time, fastest first.
@@ -27,9 +29,9 @@
 
 namespace cuboid::cli {
 
-enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipeline };
+enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipeline, GradPrecision };
 
-// "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline"
+// "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline", "grad_precision"
 std::string change_kind_name(ChangeKind k);
 // The kinds' names joined by "+" ("recompute+zero_stage").
 std::string change_kinds_name(const std::vector<ChangeKind>& kinds);

@@ -15,7 +15,9 @@
 #include "strategies/cli/fitting_changes.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "strategies/layout.hpp"
 #include "strategies/run.hpp"
+#include "strategies/training_state.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -36,15 +38,16 @@ const Context& context() {
 
 // A GPT of `layers` layers (hidden 1024, 16 heads, 1024 tokens, unfused attention, so that
 // selective recomputation has the s x s tensors to drop) on one node of 40 GB A100s, with the
-// plan given as YAML lines of `parallel:` and `training:`.
+// plan given as YAML lines of `parallel:` and `training:`. Its gradients are bf16 unless
+// `fp32_grads`, so that the kind each test is about is the only other change that fits.
 Scenario plan(int gpus, int layers, const std::string& parallel, const std::string& training,
-              const std::string& shape = "hidden: 1024, heads: 16, seq_len: 1024") {
+              const std::string& shape = "hidden: 1024, heads: 16, seq_len: 1024", bool fp32_grads = false) {
     const std::string text = "name: fit\n"
                              "model: {layers: " + std::to_string(layers) + ", " + shape +
                              ", vocab: 32000, attention: unfused}\n"
                              "cluster: {gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: " + std::to_string(gpus) + "}\n"
                              "parallel: {" + parallel + "}\n"
-                             "training: {" + training + "}\n";
+                             "training: {" + training + (fp32_grads ? "" : ", grad_precision: bf16") + "}\n";
     return load_scenario_text(text, "fit.yaml", "", context().names);
 }
 
@@ -156,11 +159,31 @@ TEST_CASE("fitting changes: a deeper pipeline over the same GPUs", "[fit]") {
     }));
 }
 
+TEST_CASE("fitting changes: bf16 gradients, 2 bytes per parameter less", "[fit]") {
+    // Full recomputation, ZeRO 2 over a single rank, micro-batch 1, no pipeline to deepen: only
+    // the gradients' precision is left to change.
+    const std::string wide = "hidden: 4096, heads: 32, seq_len: 128";
+    const Scenario s = plan(1, 1, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 1", wide,
+                            /*fp32_grads=*/true);
+    check_only_change(s, ChangeKind::GradPrecision, {"training.grad_precision=bf16"});
+    // The drop is the gradient buffer's half: 2 bytes for each of the rank's parameters.
+    const double drop = peak_with(s, {}) - peak_with(s, {"training.grad_precision=bf16"});
+    CHECK(drop == Approx(2.0 * stage_parameters_per_rank(s.model, validate_plan(s), 0)));
+    // fp16 training keeps its own gradients: nothing to offer.
+    Scenario fp16 = s;
+    fp16.training.precision = sim::Precision::Fp16;
+    const auto none = offered(fp16, headroom_for(fp16, peak_with(fp16, {}) - 1.0));
+    CHECK(std::none_of(none.begin(), none.end(), [](const FittingChange& c) {
+        return c.kinds == std::vector<ChangeKind>{ChangeKind::GradPrecision};
+    }));
+}
+
 TEST_CASE("fitting changes: a change that does not fit is never offered", "[fit]") {
     // Every kind has steps: tensor 2 without sequence parallelism, no recomputation, micro-batch
-    // 4, ZeRO 0 over data 2, pipeline 1 of 2 layers.
+    // 4, ZeRO 0 over data 2, pipeline 1 of 2 layers, fp32 gradients.
     const Scenario s = plan(4, 2, "tensor: 2, pipeline: 1, recompute: none, zero_stage: 0",
-                            "global_batch: 8, micro_batch: 4");
+                            "global_batch: 8, micro_batch: 4", "hidden: 1024, heads: 16, seq_len: 1024",
+                            /*fp32_grads=*/true);
     const double original = peak_with(s, {});
     // Usable memory at 60 % and 90 % of the plan's peak: whatever is offered fits when applied,
     // each offer carries the changed plan's own peak, and the tighter budget offers no more single
