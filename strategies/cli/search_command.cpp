@@ -13,6 +13,7 @@
 #include "strategies/cli/html_report.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/output_target.hpp"
+#include "strategies/cli/rank_outcome.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/search_config.hpp"
@@ -179,49 +180,27 @@ int single_process(const SearchRequest& request, std::ostream& out, std::ostream
 int across_ranks(const SearchRequest& request, std::ostream& out, std::ostream& err) {
     const MpiSession mpi;
     const auto start = std::chrono::steady_clock::now();
-    std::exception_ptr input_error, output_error;
     std::optional<SearchSetup> setup;
     std::optional<SearchOutputs> outputs;
     std::optional<SearchWorkers> workers;
     SearchResult mine;
-    std::string failure;
-    try {
+    const RankFailure failure = attempted([&] {
         setup.emplace(setup_of(request));
         if (mpi.rank() == 0) outputs.emplace(request, out);
         workers.emplace(*setup->catalog, request);
         mine = searched(request, *setup, *workers, mpi.rank(), mpi.size(), mpi.rank() == 0, err);
-    } catch (const InputError& e) {
-        input_error = std::current_exception();
-        failure = e.what();
-    } catch (const sim::OutputError& e) {
-        output_error = std::current_exception();  // rank 0's alone: it opens the outputs
-        failure = e.what();
-    } catch (const std::exception& e) {
-        failure = e.what();
-    }
-    const auto shares = mpi.gather_bytes(encode_search_share(mine, failure));
-    if (mpi.rank() != 0) {
-        mpi.barrier();
-        return failure.empty() ? kExitOk : (input_error ? kExitBadInput : kExitFailure);
-    }
-    int code = kExitFailure;
-    try {
-        if (input_error) std::rethrow_exception(input_error);  // the same bad input on every rank, said once
-        if (output_error) std::rethrow_exception(output_error);
-        if (!failure.empty()) throw std::runtime_error(failure);
+    });
+    const auto shares = mpi.gather_bytes(encode_search_share(mine, failure.what));
+    return concluded(mpi, failure, [&] {
+        if (failure.failed()) throw std::runtime_error(failure.what);
         std::vector<SearchShare> decoded;
         for (const auto& bytes : shares) decoded.push_back(decode_search_share(bytes));
         SearchResult r = merge_search_shares(std::move(decoded), search_candidates(setup->space, setup->base), mine);
         r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         r.plans.wall_s = r.wall_s;
         r.plans = ranked(std::move(r.plans));
-        code = write_search(request, *outputs, r, request.top.value_or(kDefaultTop), out, err);
-    } catch (...) {
-        mpi.barrier();
-        throw;
-    }
-    mpi.barrier();
-    return code;
+        return write_search(request, *outputs, r, request.top.value_or(kDefaultTop), out, err);
+    });
 }
 
 }  // namespace

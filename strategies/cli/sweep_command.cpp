@@ -12,6 +12,7 @@
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/html_report.hpp"
 #include "strategies/cli/output_target.hpp"
+#include "strategies/cli/rank_outcome.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/run_command.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -207,14 +208,12 @@ int single_process(const SweepRequest& request, std::ostream& out, std::ostream&
 int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& err) {
     const MpiSession mpi;
     const SweepInterrupt interrupt;
-    std::exception_ptr input_error;
-    std::exception_ptr output_error;
     std::optional<SweepResult> r;
     std::optional<Outputs> files;
     std::optional<ShareContext> context;  // after the MPI session: its workers end before MPI does
     SweepShare mine;
     const auto start = std::chrono::steady_clock::now();
-    try {
+    const RankFailure failure = attempted([&] {
         const auto catalog = parse_builtin_catalog();
         const Scenario base = base_scenario(request, builtin_name_resolvers(catalog));
         if (mpi.rank() == 0) files.emplace(request, out);
@@ -222,34 +221,17 @@ int across_ranks(const SweepRequest& request, std::ostream& out, std::ostream& e
         r->ranks = mpi.size();
         mine = run_share(base, *r, request, err, interrupt, mpi.rank(), mpi.size(), r->clusters,
                          context.emplace(catalog));
-    } catch (const InputError& e) {
-        input_error = std::current_exception();
-        mine = SweepShare{{}, {}, e.what(), 0};
-    } catch (const sim::OutputError& e) {
-        output_error = std::current_exception();  // rank 0's alone: it opens the outputs
-        mine = SweepShare{{}, {}, e.what(), 0};
-    } catch (const std::exception& e) {
-        mine = SweepShare{{}, {}, e.what(), 0};
-    }
+    });
+    if (failure.failed()) mine = SweepShare{{}, {}, failure.what, 0};
     std::vector<SweepShare> shares = mpi.gather(mine);
-    if (mpi.rank() != 0) {
-        mpi.barrier();
-        return mine.failure.empty() ? kExitOk : (input_error ? kExitBadInput : kExitFailure);
-    }
-    int code = kExitFailure;
-    try {
-        if (input_error) std::rethrow_exception(input_error);  // the same bad input on every rank, said once
-        if (output_error) std::rethrow_exception(output_error);
+    return concluded(mpi, failure, [&] {
+        // Failing before the sweep was prepared ends it here; a failure after it is rank 0's share
+        // (its failure carried in `mine`), merged with the others'.
         if (!r) throw std::runtime_error(mine.failure);
         r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         merge_shares(std::move(shares), *r, err);
-        code = write_outputs(request, *files, ranked(std::move(*r)), out, err);
-    } catch (...) {
-        mpi.barrier();
-        throw;
-    }
-    mpi.barrier();
-    return code;
+        return write_outputs(request, *files, ranked(std::move(*r)), out, err);
+    });
 }
 
 }  // namespace
