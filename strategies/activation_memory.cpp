@@ -1,5 +1,6 @@
 #include "strategies/activation_memory.hpp"
 
+#include "strategies/mla_layer.hpp"
 #include "strategies/moe_layer.hpp"
 #include "strategies/tensor_modes/mode_shapes.hpp"
 
@@ -13,17 +14,19 @@ PerLayerOp stored_activations(const LayerDims& d) {
     const double sp = d.sp_div();
     const double scores = static_cast<double>(d.b * d.heads) * static_cast<double>(d.s * d.s) / t;
     const double bs = static_cast<double>(d.tokens());
-    const double q = static_cast<double>(d.q_width());  // Q and the attention output (h by default)
+    const double q = static_cast<double>(d.q_width());  // Q (h by default)
+    const double o = static_cast<double>(d.o_width());  // the attention output (h by default)
+    const double k = static_cast<double>(d.k_width()), v = static_cast<double>(d.v_width());
     constexpr double kMask = 1.0;  // dropout masks: one byte per element
     PerLayerOp m{};
     auto at = [&m](LayerOp op) -> double& { return m[static_cast<std::size_t>(op)]; };
     at(LayerOp::Ln1) = a * bsh / sp;
     at(LayerOp::Qkv) = a * bsh / sp;
-    at(LayerOp::Qk) = a * bs * (q + static_cast<double>(d.kv_width())) / t;
+    at(LayerOp::Qk) = a * bs * (q + k) / t;
     at(LayerOp::Softmax) = a * scores;
     at(LayerOp::AttnDropout) = (kMask + a) * scores;
-    at(LayerOp::Av) = a * bs * static_cast<double>(d.kv_width()) / t;
-    at(LayerOp::Proj) = a * bs * q / t;
+    at(LayerOp::Av) = a * bs * v / t;
+    at(LayerOp::Proj) = a * bs * o / t;
     at(LayerOp::Bda1) = kMask * bsh / sp;
     at(LayerOp::Ln2) = a * bsh / sp;
     at(LayerOp::Fc1) = a * bsh / sp;
@@ -35,7 +38,7 @@ PerLayerOp stored_activations(const LayerDims& d) {
         // One kernel keeps Q, K, V (its output is the projection's input, kept there) and the
         // row statistics: nothing of size s x s.
         for (LayerOp op : {LayerOp::Qk, LayerOp::Softmax, LayerOp::AttnDropout, LayerOp::Av}) at(op) = 0.0;
-        at(LayerOp::Attn) = a * bs * (q + 2.0 * static_cast<double>(d.kv_width())) / t + fused_attention_stats_bytes(d);
+        at(LayerOp::Attn) = a * bs * (q + k + v) / t + fused_attention_stats_bytes(d);
     }
     if (d.te_kernels && d.fp8) {
         // Transformer Engine keeps the fp8 copy of a linear layer's input for its weight gradient,
@@ -47,8 +50,11 @@ PerLayerOp stored_activations(const LayerDims& d) {
         at(LayerOp::Qkv) = kFp8 * bsh / sp;
         at(LayerOp::Fc1) = kFp8 * bsh / sp;
         at(LayerOp::Fc2) = kFp8 * bs * static_cast<double>(d.ffn) / t;
-        at(LayerOp::Proj) += kFp8 * bs * q / t;
+        at(LayerOp::Proj) += kFp8 * bs * o / t;
     }
+    // Latent attention's projections keep their inputs in 16 bits (their fp8 copies are not
+    // modelled, mla_layer.hpp) in the slot of QKV's.
+    if (d.mla) at(LayerOp::Qkv) = mla_stored_bytes(d);
     if (d.moe) {
         // A mixture-of-experts MLP (strategies/moe_layer.hpp) keeps its input, LayerNorm 2's
         // output (router and shared experts' FC1 input, 16-bit: the expert GEMMs' fp8 casts are

@@ -120,6 +120,15 @@ Labels intern_labels(sim::Program& p) {
     l.group_ep = p.intern("ep");
     l.group_etp = p.intern("etp");
     l.group_edp = p.intern("edp");
+    constexpr std::array<const char*, kMlaOpCount> mla = {"q_down", "kv_down", "latent_norm", "q_up", "kv_up"};
+    for (std::size_t i = 0; i < mla.size(); ++i) {
+        const std::string n = std::string("mla.") + mla[i];
+        const bool gemm = static_cast<MlaOp>(i) != MlaOp::LatentNorm;
+        l.mla[0][i] = p.intern("F." + n);
+        l.mla[1][i] = p.intern("R." + n);
+        l.mla[2][i] = p.intern(gemm ? "B." + n + ".dgrad" : "B." + n);
+        l.mla_wgrad[i] = gemm ? p.intern("B." + n + ".wgrad") : l.mla[2][i];
+    }
     return l;
 }
 

@@ -26,6 +26,11 @@ enum class MoeOp : std::uint8_t {
 };
 inline constexpr int kMoeOpCount = static_cast<int>(MoeOp::Count);
 
+// Kernels of multi-head latent attention (strategies/mla_layer.hpp) before the attention core, in
+// forward order: the query and key/value down-projections, the latents' RMSNorm, the up-projections.
+enum class MlaOp : std::uint8_t { QDown, KvDown, LatentNorm, QUp, KvUp, Count };
+inline constexpr int kMlaOpCount = static_cast<int>(MlaOp::Count);
+
 struct Labels {
     std::array<std::uint32_t, kLayerOpCount> fwd{};  // "F.ln1", ...
     std::array<std::uint32_t, kLayerOpCount> rec{};  // "R.ln1", ...
@@ -77,6 +82,11 @@ struct Labels {
     std::array<std::uint32_t, 3> moe_dispatch{}, moe_combine{}, moe_etp_gather{}, moe_etp_scatter{};
     std::uint32_t edp_allreduce = 0, edp_reduce_scatter = 0, edp_all_gather = 0;
     std::uint32_t group_ep = 0, group_etp = 0, group_edp = 0;
+    // Multi-head latent attention: per phase F/R/B each kernel (B: the input-gradient GEMM), the
+    // weight-gradient GEMMs; the latents' sequence-parallel gather and gradient reduction use the
+    // tensor-parallel collectives' labels.
+    std::array<std::array<std::uint32_t, kMlaOpCount>, 3> mla{};
+    std::array<std::uint32_t, kMlaOpCount> mla_wgrad{};
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

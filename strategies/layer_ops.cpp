@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strategies/context_attention.hpp"
+#include "strategies/mla_layer.hpp"
 #include "strategies/moe_layer.hpp"
 #include "strategies/tensor_modes/mode_layer.hpp"
 
@@ -227,6 +228,11 @@ void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending
         tag_sub_batch(e, pending, &in_flight);
         if (before) finish_reduction(e, sub, ph, in_flight, *before);
         std::uint32_t normalised = forward_kernel(e, sub, ph, ln);
+        if (sub.dims.mla && first == LayerOp::Qkv) {  // latent attention's projections in place of QKV
+            emit_mla_projections_forward(e, sub, ph);
+            if (runs(sub.dims, LayerOp::Rope)) forward_kernel(e, sub, ph, LayerOp::Rope);
+            forward_range(e, sub, ph, LayerOp::Qk, last);
+        } else {
         // Current scaling casts the LayerNorm output before the sequence-parallel gather (fp8 is
         // gathered); MXFP8 gathers the 16-bit output and casts the whole of it after.
         const double input = elements(forward_gemm(sub, first).m, forward_gemm(sub, first).k);
@@ -235,6 +241,7 @@ void half_layer_forward(OpEmitter& e, const LayerContext& sub, Phase ph, Pending
         if (sub.dims.sp) e.wait_for(emit_tp_collective(e, sub, ph, OpKind::AllGather, normalised));
         if (sub.dims.fp8_recipe == Fp8Recipe::Mxfp8) producer_cast(e, sub, ph, ln, first, input, normalised);
         forward_range(e, sub, ph, first, last);
+        }
         if (out == LayerOp::Fc2) {
             const sim::GemmShape& g = forward_gemm(sub, out);
             producer_cast(e, sub, ph, LayerOp::Act, out, elements(g.m, g.k), kNoOp);
@@ -368,10 +375,14 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
         backward_memory(e, c, LayerOp::Softmax);
         backward_gemm(e, c, LayerOp::Qk, kNoOp, kNoReduce);
     }
-    const std::uint32_t regather = c.defer_weight_grad ? kNoOp : gather_after_last(e, c);
+    const std::uint32_t regather = c.defer_weight_grad || c.dims.mla ? kNoOp : gather_after_last(e, c);
     if (runs(c.dims, LayerOp::Rope))  // the rotation of dQ and dK: the forward's bytes
         e.compute(memory_op(OpKind::Elementwise, c.labels->bwd[idx(LayerOp::Rope)], forward_bytes(c, LayerOp::Rope),
                             OpCategory::Compute));
+    if (c.dims.mla) {  // latent attention reduces its latents' gradient itself
+        emit_mla_projections_backward(e, c);
+        return kNoOp;
+    }
     return backward_gemm(e, c, LayerOp::Qkv, regather, reduce);
 }
 
@@ -382,6 +393,7 @@ void weight_grad_pass(OpEmitter& e, const LayerContext& c) {
     e.wait_for(gather_after_last(e, c));  // LayerNorm-2 output, after FC2's weight gradient
     weight_grad_gemm(e, c, LayerOp::Fc1);
     weight_grad_gemm(e, c, LayerOp::Proj);
+    if (c.dims.mla) return emit_mla_weight_grads(e, c);
     e.wait_for(gather_after_last(e, c));  // LayerNorm-1 output, after the projection's
     weight_grad_gemm(e, c, LayerOp::Qkv);
 }
@@ -428,13 +440,18 @@ LayerContext LayerContext::with_policy(Recompute r) const {
 
 std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phase, OpKind kind,
                                  std::uint32_t after) {
+    return emit_tp_collective_of(e, c, phase, kind, c.dims.act_bytes * c.bsh(), after);
+}
+
+std::uint32_t emit_tp_collective_of(OpEmitter& e, const LayerContext& c, Phase phase, OpKind kind, double bytes,
+                                    std::uint32_t after) {
     if (!c.tp()) return kNoOp;
     const std::size_t k = kind == OpKind::AllReduce ? 0 : (kind == OpKind::AllGather ? 1 : 2);
     // Collectives of recomputation are tensor-parallel communication too: the breakdown splits
     // compute from recompute only for compute ops.
     const auto cat = OpCategory::TensorComm;
-    const sim::Op o = comm_op(kind, c.labels->tp[static_cast<std::size_t>(phase)][k], c.dims.act_bytes * c.bsh(),
-                              sim::stream::kTensorComm, 0, cat);
+    const sim::Op o = comm_op(kind, c.labels->tp[static_cast<std::size_t>(phase)][k], bytes, sim::stream::kTensorComm,
+                              0, cat);
     return e.comm(o, after);
 }
 

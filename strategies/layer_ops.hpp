@@ -64,5 +64,8 @@ void emit_layer_recompute(OpEmitter& e, const LayerContext& c);
 // A tensor-parallel collective of a full b*s*h activation after op `after`; kNoOp when t == 1.
 std::uint32_t emit_tp_collective(OpEmitter& e, const LayerContext& c, Phase phase, sim::OpKind kind,
                                  std::uint32_t after);
+// The same of a full tensor of `bytes` (all rows of the micro-batch; the latents of mla_layer.hpp).
+std::uint32_t emit_tp_collective_of(OpEmitter& e, const LayerContext& c, Phase phase, sim::OpKind kind, double bytes,
+                                    std::uint32_t after);
 
 }  // namespace cuboid

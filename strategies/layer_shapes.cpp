@@ -14,6 +14,13 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.heads = m.heads;
     d.kv_heads = m.kv_heads_or_default();
     d.head_dim = m.head_dim_or_default();
+    d.v_dim = m.v_head_dim_or_default();
+    if (m.mla()) {
+        d.mla = true;
+        d.q_lora = m.q_lora_rank;
+        d.kv_lora = m.kv_lora_rank;
+        d.qk_rope = m.qk_rope_head_dim;
+    }
     d.ffn = m.ffn_or_default();
     d.vocab = m.vocab;
     d.t = tensor;
@@ -53,10 +60,18 @@ LayerGemms layer_gemms(const LayerDims& d) {
     const std::int64_t bs = d.tokens();
     const std::int64_t attn_batch = d.b * d.heads / d.t;
     LayerGemms g;
-    g.qkv = {bs, d.qkv_width() / d.t, d.h, 1};
+    if (d.mla) {
+        g.qkv = {bs, 0, d.h, 1};
+        g.q_down = {d.latent_rows(), d.q_lora, d.h, 1};
+        g.kv_down = {d.latent_rows(), d.kv_lora + d.qk_rope, d.h, 1};
+        g.q_up = {bs, d.heads / d.t * d.head_dim, d.q_lora, 1};
+        g.kv_up = {bs, d.heads / d.t * d.kv_up_head(), d.kv_lora, 1};
+    } else {
+        g.qkv = {bs, d.qkv_width() / d.t, d.h, 1};
+    }
     g.qk = {d.s, d.attended(), d.head_dim, attn_batch};
-    g.av = {d.s, d.head_dim, d.attended(), attn_batch};
-    g.proj = {bs, d.h, d.q_width() / d.t, 1};
+    g.av = {d.s, d.v_dim, d.attended(), attn_batch};
+    g.proj = {bs, d.h, d.o_width() / d.t, 1};
     g.fc1 = {bs, d.fc1_width() / d.t, d.h, 1};
     g.fc2 = {bs, d.h, d.ffn / d.t, 1};
     return g;

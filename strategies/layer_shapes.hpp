@@ -17,7 +17,14 @@ struct LayerDims {
     std::int64_t h = 0;          // hidden size
     std::int64_t heads = 0;      // attention (query) heads
     std::int64_t kv_heads = 0;   // key/value heads (== heads without grouped-query attention)
-    std::int64_t head_dim = 0;   // size of one head (model.head_dim; h / heads by default)
+    std::int64_t head_dim = 0;   // size of one query/key head (model.head_dim; h / heads by default)
+    std::int64_t v_dim = 0;      // size of one value head and attention-output head (head_dim but under mla)
+    // Multi-head latent attention (ModelSpec::mla, strategies/mla_layer.hpp): the latents' widths
+    // and the rotary part of a query/key head (kv_heads == heads; head_dim = nope + rope).
+    bool mla = false;
+    std::int64_t q_lora = 0;
+    std::int64_t kv_lora = 0;
+    std::int64_t qk_rope = 0;
     std::int64_t ffn = 0;        // MLP hidden size
     std::int64_t vocab = 0;
     std::int64_t t = 1;          // tensor-parallel degree (1d)
@@ -106,7 +113,17 @@ struct LayerDims {
     std::int64_t attended() const { return keys > 0 ? keys : s; }
     std::int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }  // all ranks
     std::int64_t kv_width() const { return kv_heads * head_dim; }
-    std::int64_t q_width() const { return heads * head_dim; }  // Q and the attention output, all ranks (h by default)
+    std::int64_t q_width() const { return heads * head_dim; }  // Q, all ranks (h by default)
+    std::int64_t k_width() const { return kv_heads * head_dim; }
+    std::int64_t v_width() const { return kv_heads * v_dim; }
+    std::int64_t o_width() const { return heads * v_dim; }  // the attention output, all ranks (h by default)
+    // Multi-head latent attention: the width the down-projections write (query latent, key/value
+    // latent and the shared rotary key), and the key/value up-projection's output per head.
+    std::int64_t latent_width() const { return q_lora + kv_lora + qk_rope; }
+    std::int64_t kv_up_head() const { return head_dim - qk_rope + v_dim; }
+    // Rows a down-projection runs on: the rank's own positions under sequence parallelism (its
+    // weights are whole on every rank), every row of the micro-batch without.
+    std::int64_t latent_rows() const { return tokens() / (sp ? t : 1); }
     std::int64_t fc1_width() const { return swiglu ? 2 * ffn : ffn; }             // all ranks
     // Vocabulary columns of one rank (Megatron pads the vocabulary to a multiple of t).
     std::int64_t vocab_per_rank() const { return (vocab + t - 1) / t; }
@@ -123,6 +140,12 @@ struct LayerGemms {
     sim::GemmShape proj;  // [bs, h/t] x [h/t, h]
     sim::GemmShape fc1;   // [bs, h] x [h, fc1_width/t]
     sim::GemmShape fc2;   // [bs, ffn/t] x [ffn/t, h]
+    // Multi-head latent attention in place of qkv (which is then empty): the down-projections
+    // on latent_rows, whole on every rank, and the up-projections split by heads over t.
+    sim::GemmShape q_down;   // [rows, h] x [h, q_lora]
+    sim::GemmShape kv_down;  // [rows, h] x [h, kv_lora + rope]
+    sim::GemmShape q_up;     // [bs, q_lora] x [q_lora, heads/t * head_dim]
+    sim::GemmShape kv_up;    // [bs, kv_lora] x [kv_lora, heads/t * (nope + v)]
 };
 
 LayerGemms layer_gemms(const LayerDims& d);
@@ -165,6 +188,12 @@ sim::GemmShape logits_gemm(const LayerDims& d);  // [bs, h] x [h, V/t]
 inline double gemm_flops(const sim::GemmShape& g) {
     return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
            static_cast<double>(g.batch);
+}
+
+// FLOPs of the projections that make Q, K and V: QKV, or latent attention's four GEMMs (each
+// empty for the other kind, adding exactly zero).
+inline double attention_projection_flops(const LayerGemms& g) {
+    return gemm_flops(g.qkv) + gemm_flops(g.q_down) + gemm_flops(g.kv_down) + gemm_flops(g.q_up) + gemm_flops(g.kv_up);
 }
 
 // Backward of a forward product [m,k]x[k,n]: input gradient [m,n]x[n,k] and weight gradient

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "strategies/layer_shapes.hpp"
+#include "strategies/mla_layer.hpp"
 
 namespace cuboid {
 namespace {
@@ -53,6 +54,11 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer, int t, int ep, i
     // Attention as in the dense layer: QKV and projection (+ biases), two norms.
     double split = h * qkv + static_cast<double>(d.q_width()) * h + (m.swiglu ? 0.0 : qkv);
     double replicated = (m.swiglu ? 2.0 * h : 4.0 * h + h) + h * m.experts;  // norms, proj bias; router
+    if (d.mla) {  // latent attention's projections (model.swiglu: no biases)
+        const LatentAttentionParameters a = mla_parameters(d);
+        split = a.split;
+        replicated += a.whole;
+    }
     const double expert_ffn = m.expert_ffn_or_default();
     if (m.shared_experts > 0) {
         const MlpParameters shared = mlp_parameters(m, m.shared_experts * expert_ffn);
@@ -72,6 +78,10 @@ double layer_parameter_count_per_rank(const ModelSpec& m, int t) {
     const double qkv = static_cast<double>(d.qkv_width());
     const double fc1 = static_cast<double>(d.fc1_width());
     const double ffn = static_cast<double>(d.ffn);
+    if (d.mla) {  // latent attention (model.swiglu: RMSNorm, no biases); its down-projections whole on every rank
+        const LatentAttentionParameters a = mla_parameters(d);
+        return (a.split + h * fc1 + ffn * h) / t + a.whole + 2.0 * h;
+    }
     const double matrices = h * qkv + static_cast<double>(d.q_width()) * h + h * fc1 + ffn * h;
     if (m.swiglu) return matrices / t + 2.0 * h;  // two RMSNorm scales, no biases
     const double split_biases = qkv + fc1;        // column-parallel biases are split
@@ -101,7 +111,7 @@ double parameter_count(const ModelSpec& m) {
 
 double layer_forward_flops(const ModelSpec& m, double sequences) {
     const LayerGemms g = layer_gemms(whole_model_dims(m, sequences));
-    return gemm_flops(g.qkv) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj) +
+    return attention_projection_flops(g) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj) +
            gemm_flops(g.fc1) + gemm_flops(g.fc2);
 }
 
@@ -109,7 +119,7 @@ double layer_forward_flops(const ModelSpec& m, double sequences, int layer) {
     if (!m.moe_layer(layer)) return layer_forward_flops(m, sequences);
     const LayerGemms g = layer_gemms(whole_model_dims(m, sequences));
     const double tokens = sequences * m.seq_len, h = m.hidden;
-    const double attention = gemm_flops(g.qkv) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj);
+    const double attention = attention_projection_flops(g) + gemm_flops(g.qk) + gemm_flops(g.av) + gemm_flops(g.proj);
     const double router = 2.0 * tokens * h * m.experts;
     const auto mlp = [&](double ffn) { return 2.0 * tokens * (h * (m.swiglu ? 2.0 * ffn : ffn) + ffn * h); };
     const double ffn = m.expert_ffn_or_default();

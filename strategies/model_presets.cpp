@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "hardware_models/name_match.hpp"
 
@@ -36,6 +37,16 @@ ModelPreset parse_one(const YAML::Node& n) {
     s.expert_ffn_hidden = int_field(n, "expert_ffn_hidden", 0);
     s.shared_experts = int_field(n, "shared_experts", 0);
     s.dense_layers = int_field(n, "dense_layers", 0);
+    if (n["attention_kind"]) {
+        const auto kind = n["attention_kind"].as<std::string>();
+        if (kind != "mha" && kind != "mla") throw std::invalid_argument("model preset " + p.name + ": attention_kind " + kind);
+        s.attention_kind = kind == "mla" ? AttentionKind::Mla : AttentionKind::Mha;
+    }
+    s.q_lora_rank = int_field(n, "q_lora_rank", 0);
+    s.kv_lora_rank = int_field(n, "kv_lora_rank", 0);
+    s.qk_nope_head_dim = int_field(n, "qk_nope_head_dim", 0);
+    s.qk_rope_head_dim = int_field(n, "qk_rope_head_dim", 0);
+    s.v_head_dim = int_field(n, "v_head_dim", 0);
     return p;
 }
 

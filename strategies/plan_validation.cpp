@@ -1,5 +1,6 @@
 // validate_plan: every way a scenario's plan can be impossible, each reported at its key.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -38,7 +39,7 @@ void check_model(const Checker& c, const ModelSpec& m) {
     c.require(m.seq_len > 0, "model.seq_len", "must be a positive sequence length");
     c.require(m.vocab > 0, "model.vocab", "must be a positive vocabulary size");
     // Without model.head_dim a head is hidden / heads wide, which must be whole.
-    c.require(m.head_dim > 0 || m.hidden % m.heads == 0, "model.heads",
+    c.require(m.mla() || m.head_dim > 0 || m.hidden % m.heads == 0, "model.heads",
               "hidden " + to_string(m.hidden) + " is not a multiple of heads " + to_string(m.heads) +
                   " (or give model.head_dim)");
     const int kv = m.kv_heads_or_default();
@@ -192,14 +193,45 @@ void check_context(const Checker& c, const Scenario& sc) {
               to_string(sg) + " must be a multiple of context " + cp + ": a shard group holds whole context groups");
 }
 
+// Multi-head latent attention as Megatron-Core's MLASelfAttention builds it (mla_layer.hpp):
+// DeepSeek's layer (RMSNorm, SwiGLU, no biases), heads split over t under 1d tensor parallelism.
+void check_latent_attention(const Checker& c, const Scenario& sc) {
+    const ModelSpec& m = sc.model;
+    constexpr std::array<const char*, 5> keys = {"model.q_lora_rank", "model.kv_lora_rank", "model.qk_nope_head_dim",
+                                                 "model.qk_rope_head_dim", "model.v_head_dim"};
+    if (!m.mla()) {
+        for (const char* key : keys)
+            c.require(!sc.key_lines.contains(key), key, "needs multi-head latent attention: set model.attention_kind: mla");
+        return;
+    }
+    const std::array<int, 5> values = {m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim};
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        c.require(values[i] >= 1, keys[i],
+                  "multi-head latent attention needs it (DeepSeek-V3: q_lora_rank 1536, kv_lora_rank 512, "
+                  "qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128); got " + to_string(values[i]));
+    c.require(!sc.key_lines.contains("model.kv_heads") || m.kv_heads == m.heads, "model.kv_heads",
+              "multi-head latent attention gives every head its own keys and values: kv_heads must equal heads " +
+                  to_string(m.heads) + " (or be left out); got " + to_string(m.kv_heads));
+    c.require(!sc.key_lines.contains("model.head_dim"), "model.head_dim",
+              "has no meaning under multi-head latent attention: a head's widths are model.qk_nope_head_dim, "
+              "qk_rope_head_dim (queries and keys) and v_head_dim (values)");
+    c.require(m.swiglu, "model.swiglu",
+              "multi-head latent attention is modelled in DeepSeek's layer: RMSNorm, SwiGLU MLP, no biases; set "
+              "model.swiglu: true");
+    const int t = sc.parallel.tensor;
+    c.require(t <= 1 || sc.parallel.tensor_mode == TensorMode::OneD, "parallel.tensor_mode",
+              "multi-head latent attention is modelled under 1d tensor parallelism (heads split over t); got " +
+                  to_string(sc.parallel.tensor_mode));
+    c.require(sc.parallel.context <= 1, "parallel.context",
+              "context parallelism with multi-head latent attention is not modelled (its K/V exchange of latent "
+              "heads); allowed: 1");
+}
+
 // Mixture of experts with expert parallelism as Megatron-Core runs it (its alltoall token
 // dispatcher): the expert layers regroup the t*c*d ranks of a stage as etp x ep x expert-data.
 void check_experts(const Checker& c, const Scenario& sc, int replicas) {
     const ModelSpec& m = sc.model;
     const ParallelPlan& p = sc.parallel;
-    c.require(m.attention_kind == AttentionKind::Mha, "model.attention_kind",
-              "multi-head latent attention (mla, DeepSeek-V2/V3) is not modelled yet; allowed: mha (multi-head and "
-              "grouped-query attention, model.kv_heads)");
     c.require(p.expert >= 1, "parallel.expert", "must be at least 1");
     c.require(p.expert_tensor >= 1, "parallel.expert_tensor", "must be at least 1");
     if (!m.moe()) {
@@ -306,6 +338,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
                   ") shards the weights: it needs parallel.zero_stage: 3");
     check_context(c, sc);
     check_tensor(c, sc);
+    check_latent_attention(c, sc);
     check_experts(c, sc, replicas);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;

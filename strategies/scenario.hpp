@@ -33,8 +33,8 @@ enum class AttentionKernel : std::uint8_t { Unfused, Fused };
 enum class Fp8Recipe : std::uint8_t { Delayed, Current, Mxfp8 };
 
 // How the attention projects queries, keys and values: multi-head (grouped-query with
-// kv_heads < heads), or DeepSeek's multi-head latent attention (low-rank compressed K/V), which
-// cuboid does not model yet and refuses.
+// kv_heads < heads), or DeepSeek's multi-head latent attention (strategies/mla_layer.hpp): Q and
+// K/V projected down to low-rank latents, normalised, and up again per head.
 enum class AttentionKind : std::uint8_t { Mha, Mla };
 
 // What model.hf_config read from a Hugging Face config.json (strategies/cli/hf_config.hpp), so
@@ -74,6 +74,17 @@ struct ModelSpec {
     bool transformer_engine = false;
     Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // training.fp8_recipe: how fp8 operands are scaled
     AttentionKind attention_kind = AttentionKind::Mha;
+    // Multi-head latent attention (attention_kind mla; DeepSeek-V2/V3, their config.json names):
+    // the hidden state is projected down to a query latent of q_lora_rank and a key/value latent
+    // of kv_lora_rank plus one shared rotary key part of qk_rope_head_dim, each latent normalised
+    // and projected up per head; a query/key head is qk_nope_head_dim + qk_rope_head_dim wide, a
+    // value head v_head_dim. DeepSeek-V3: 1536, 512, 128, 64, 128 on 128 heads.
+    int q_lora_rank = 0;
+    int kv_lora_rank = 0;
+    int qk_nope_head_dim = 0;
+    int qk_rope_head_dim = 0;
+    int v_head_dim = 0;
+    bool mla() const { return attention_kind == AttentionKind::Mla; }
     // Mixture of experts (experts > 0): the MLP of every layer after the first dense_layers is
     // `experts` expert MLPs of expert_ffn_hidden each (same gating as the dense MLP), of which a
     // router (a top-k softmax gate, one h x experts GEMM) picks experts_per_token per token,
@@ -88,11 +99,17 @@ struct ModelSpec {
     // MoE benchmarks force); the expert GEMMs of every rank run at the busiest's rows.
     double moe_load_imbalance = 1.0;
 
-    int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
-    int head_dim_or_default() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
+    int kv_heads_or_default() const { return mla() ? heads : (kv_heads > 0 ? kv_heads : heads); }
+    // The width of a query (and key) head: under mla its non-rotary and rotary parts.
+    int head_dim_or_default() const {
+        if (mla()) return qk_nope_head_dim + qk_rope_head_dim;
+        return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0);
+    }
+    // The width of a value head (and of a head of the attention output): head_dim but under mla.
+    int v_head_dim_or_default() const { return mla() ? v_head_dim : head_dim_or_default(); }
     // Whether the heads' width differs from the hidden size (model.head_dim given and not hidden / heads).
     bool attention_width_differs() const {
-        return head_dim > 0 && static_cast<long long>(head_dim) * heads != hidden;
+        return !mla() && head_dim > 0 && static_cast<long long>(head_dim) * heads != hidden;
     }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
     bool moe() const { return experts > 0; }

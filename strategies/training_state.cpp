@@ -60,6 +60,7 @@ double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline) {
 }
 
 double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>& mesh) {
+    if (m.mla()) return layer_parameter_count_per_rank(m, mesh[0]);  // latent attention: 1d only
     const LayerDims d = LayerDims::make(m, 1, 1, false, sim::Precision::Bf16);
     const double h = static_cast<double>(d.h);
     const double qkv = static_cast<double>(d.qkv_width()), fc1 = static_cast<double>(d.fc1_width());

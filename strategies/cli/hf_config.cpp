@@ -185,6 +185,32 @@ void read_experts(const ConfigReader& r, ModelSpec& m, Read read) {
     }
 }
 
+// DeepSeek's multi-head latent attention (kv_lora_rank given): its five widths. Queries projected
+// without a latent (q_lora_rank null, DeepSeek-V2-Lite) are not modelled.
+template <class Read>
+void read_latent_attention(const ConfigReader& r, ModelSpec& m, Read read) {
+    const auto kv_lora = r.optional_int("kv_lora_rank", 1);
+    if (!kv_lora) return;
+    const auto q_lora = r.optional_int("q_lora_rank", 1);
+    if (!q_lora)
+        r.fail("q_lora_rank", "null or missing: queries projected without a latent (DeepSeek-V2-Lite) are not modelled; "
+                              "cuboid's multi-head latent attention needs a query latent (model.q_lora_rank)");
+    m.attention_kind = AttentionKind::Mla;
+    read("kv_lora_rank", "model.attention_kind");
+    m.kv_lora_rank = *kv_lora;
+    read("kv_lora_rank", "model.kv_lora_rank");
+    m.q_lora_rank = *q_lora;
+    read("q_lora_rank", "model.q_lora_rank");
+    m.qk_nope_head_dim = r.required_int("qk_nope_head_dim", "model.qk_nope_head_dim");
+    read("qk_nope_head_dim", "model.qk_nope_head_dim");
+    m.qk_rope_head_dim = r.required_int("qk_rope_head_dim", "model.qk_rope_head_dim");
+    read("qk_rope_head_dim", "model.qk_rope_head_dim");
+    m.v_head_dim = r.required_int("v_head_dim", "model.v_head_dim");
+    read("v_head_dim", "model.v_head_dim");
+    m.kv_heads = 0;  // every head has its own keys and values
+    m.head_dim = 0;
+}
+
 // A structure cuboid has no model keys for: when `trigger` says the config uses it, every field of
 // `fields` the config gives is named as not mapped.
 struct Unmodelled {
@@ -197,11 +223,6 @@ struct Unmodelled {
 
 const std::vector<Unmodelled>& unmodelled() {
     static const std::vector<Unmodelled> all{
-        {"multi-head latent attention (DeepSeek MLA)",
-         {"kv_lora_rank", "q_lora_rank"},
-         -1,
-         {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
-         "cuboid models multi-head and grouped-query attention only"},
         {"multi-token prediction layers", {"num_nextn_predict_layers"}, 0, {"num_nextn_predict_layers"},
          "cuboid models one next-token output"},
     };
@@ -341,6 +362,9 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file) 
     read("model_type", "model.swiglu");
 
     read_experts(r, m, read);
+    read_latent_attention(r, m, read);
+    if (m.mla())  // its key/value heads and head size are the latent widths, not these keys
+        std::erase_if(record.fields_read, [](const auto& f) { return f.second == "model.kv_heads" || f.second == "model.head_dim"; });
     refuse_unmodelled(r, m, record);
     record.notes = approximation_notes(r, *f, m);
     // Asked last, so that every field the checks above consulted counts as read.

@@ -18,6 +18,9 @@
 namespace cuboid::cli {
 
 std::string heads_text(const ModelSpec& m) {
+    if (m.mla())
+        return fmt::format("{} latent-attention heads (q latent {}, kv latent {}, qk {}+{}, v {})", m.heads, m.q_lora_rank,
+                           m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim);
     const std::string size = m.attention_width_differs() ? fmt::format(" of {}", m.head_dim) : "";
     return fmt::format("{} heads{} ({} kv)", m.heads, size, m.kv_heads_or_default());
 }

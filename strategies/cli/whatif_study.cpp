@@ -68,6 +68,8 @@ constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node",
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "experts", "experts_per_token",
                                       "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_load_imbalance",
+                                      "attention_kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                      "qk_rope_head_dim", "v_head_dim",
                                       "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
                                       "transformer_engine", "fp8_recipe", "grad_precision"};

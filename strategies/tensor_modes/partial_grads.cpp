@@ -1,6 +1,7 @@
 #include "strategies/tensor_modes/partial_grads.hpp"
 
 #include "strategies/group_slots.hpp"
+#include "strategies/mla_layer.hpp"
 
 namespace cuboid {
 
@@ -14,6 +15,9 @@ std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, in
     if (d.t <= 1 || (layers == 0 && !final_norm)) return {};
     if (!m.own_program()) {
         if (!d.sp) return {};
+        // Latent attention's down-projections and latent norms are whole on every rank, which
+        // each sees its own rows of: partial sums too (mla_layer.hpp).
+        if (d.mla) return {{slot::kTensor, norms + hidden_biases + n * mla_parameters(d).whole}};
         return {{slot::kTensor, norms + hidden_biases}};
     }
     const double q = m.q();

@@ -78,7 +78,8 @@ TEST_CASE("cuboid run: bad expert keys are exit 2 naming file, line and key", "[
                          Bad{"  expert: 0\n", "", "parallel.expert", ">= 1", 14},
                          Bad{"  expert_tensor: 3\n", "", "parallel.expert_tensor", "", 14},
                          Bad{"", "  experts_per_token: 9\n", "model.experts_per_token", "at most the 8 experts", 5},
-                         Bad{"", "  attention_kind: mla\n", "model.attention_kind", "not modelled yet", 5},
+                         Bad{"", "  attention_kind: mla\n", "model.q_lora_rank", "multi-head latent attention needs it", 2},
+                         Bad{"", "  kv_lora_rank: 512\n", "model.kv_lora_rank", "set model.attention_kind: mla", 5},
                          Bad{"", "  attention_kind: gqa\n", "model.attention_kind", "allowed: mha, mla", 5},
                          Bad{"", "  moe_load_imbalance: 0.5\n", "model.moe_load_imbalance", "", 5},
                          Bad{"", "  dense_layers: 4\n", "model.dense_layers", "at least one", 5}}) {

@@ -322,7 +322,7 @@ TEST_CASE("expert parallelism: plans it cannot run are refused at their key") {
     refused(dense, "parallel.expert", "mixture-of-experts model");
     Scenario mla = moe_plan(1, 1, 8, 4, 1);
     mla.model.attention_kind = AttentionKind::Mla;
-    refused(mla, "model.attention_kind", "not modelled yet");
+    refused(mla, "model.q_lora_rank", "multi-head latent attention needs it");  // the latent widths missing
     Scenario no_sp = moe_plan(2, 1, 4, 4, 1);
     no_sp.parallel.sequence_parallel = false;
     refused(no_sp, "parallel.sequence_parallel", "sequence parallelism");

@@ -87,7 +87,7 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
         const std::string cp = t.empty(r, "cp") ? "1" : t.text(r, "cp");
         CHECK_FALSE(needs("context parallelism"));  // modelled: parallel.context
         CHECK_FALSE(needs("mixture of experts"));  // modelled: model.experts, parallel.expert
-        if (Catch::Contains("MLA").match(t.text(r, "kv_heads"))) CHECK(needs("multi-head latent attention"));
+        CHECK_FALSE(needs("latent attention"));  // modelled: model.attention_kind: mla
         if (Catch::Contains("w/ MTP").match(t.text(r, "model"))) CHECK(needs("multi-token prediction"));
         CHECK_FALSE(needs("MXFP8"));  // modelled: training.fp8_recipe
         if (!job.needs.empty()) continue;
@@ -107,6 +107,16 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
         const bool fsdp = Catch::Contains("FSDP").match(t.text(r, "distributed_optimizer"));
         if (fsdp) CHECK(has(job.sets, "parallel.zero_stage=3"));
         else CHECK_FALSE(has(job.sets, "parallel.zero_stage=3"));
+        // DeepSeek's latent attention as the kv_heads column writes it: its five widths.
+        if (Catch::Contains("MLA (").match(t.text(r, "kv_heads"))) {
+            CHECK(has(job.sets, "model.attention_kind=mla"));
+            CHECK(has(job.sets, "model.kv_lora_rank=512"));
+            CHECK(has(job.sets, "model.q_lora_rank=1536"));
+            CHECK(has(job.sets, "model.qk_nope_head_dim=128"));
+            CHECK(has(job.sets, "model.qk_rope_head_dim=64"));
+            CHECK(has(job.sets, "model.v_head_dim=128"));
+            CHECK(has(job.sets, "model.dense_layers=3"));
+        }
         // A mixture of experts: its experts and the row's expert degrees.
         if (t.text(r, "moe") == "yes") {
             CHECK(has(job.sets, "model.experts=" + t.text(r, "experts")));

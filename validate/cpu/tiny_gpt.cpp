@@ -6,9 +6,9 @@
 namespace cuboid::cpu {
 
 GptDims GptDims::of(const ModelSpec& m) {
-    if (m.swiglu || m.kv_heads_or_default() != m.heads || m.attention_width_differs())
+    if (m.swiglu || m.mla() || m.kv_heads_or_default() != m.heads || m.attention_width_differs())
         throw std::invalid_argument(
-            "CPU executor: GPT style models only (no SwiGLU, no grouped-query attention, heads x head_dim = hidden)");
+            "CPU executor: GPT style models only (no SwiGLU, no grouped-query or latent attention, heads x head_dim = hidden)");
     return GptDims{m.layers, m.hidden, m.heads, m.ffn_or_default(), m.seq_len, m.vocab};
 }
 

@@ -37,6 +37,30 @@ bool is_count(const std::string& text) {
     return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
+// The whole number after `name ` in `text` ("kv_lora_rank 512"), or nullopt.
+std::optional<int> number_after(const std::string& text, const std::string& name) {
+    const std::size_t at = text.find(name + " ");
+    if (at == std::string::npos) return std::nullopt;
+    std::size_t end = at + name.size() + 1, first = end;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end == first) return std::nullopt;
+    return std::stoi(text.substr(first, end - first));
+}
+
+// DeepSeek's multi-head latent attention as the kv_heads column writes it: "MLA (kv_lora_rank 512,
+// q_lora_rank 1536, qk 128+64 rope, v 128)", as scenario overrides; nullopt for anything else.
+std::optional<std::vector<std::string>> latent_attention(const std::string& text) {
+    if (!text.starts_with("MLA (")) return std::nullopt;
+    const auto kv = number_after(text, "kv_lora_rank"), q = number_after(text, "q_lora_rank");
+    const auto nope = number_after(text, "qk"), v = number_after(text, "v");
+    const std::size_t plus = text.find("+", text.find("qk "));
+    const auto rope = plus == std::string::npos ? std::nullopt : number_after(" " + text.substr(plus + 1), "");
+    if (!kv || !q || !nope || !rope || !v) return std::nullopt;
+    return std::vector<std::string>{"model.attention_kind=mla", fmt::format("model.kv_lora_rank={}", *kv),
+                                    fmt::format("model.q_lora_rank={}", *q), fmt::format("model.qk_nope_head_dim={}", *nope),
+                                    fmt::format("model.qk_rope_head_dim={}", *rope), fmt::format("model.v_head_dim={}", *v)};
+}
+
 // cuboid's arithmetic for a row's precision, or "" when cuboid has none like it. "fp8-cs" and
 // "fp8-mx" are Transformer Engine's current scaling and MXFP8 recipes (fp8_recipe below); "amp_"
 // is llm-foundry's autocast to that type.
@@ -71,9 +95,8 @@ std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, cons
     const int ep = count(t, r, "ep").value_or(1);
     if (text("moe") != "yes" && ep > 1)
         needs.push_back(fmt::format("expert parallelism (ep={}) without a mixture of experts", ep));
-    if (!t.empty(r, "kv_heads") && !is_count(text("kv_heads")))
-        needs.push_back(fmt::format("needs multi-head latent attention (model.attention_kind: mla, not modelled yet): "
-                                    "kv_heads '{}' is not a head count",
+    if (!t.empty(r, "kv_heads") && !is_count(text("kv_heads")) && !latent_attention(text("kv_heads")))
+        needs.push_back(fmt::format("kv_heads '{}' is neither a head count nor a multi-head latent attention shape",
                                     text("kv_heads")));
     // DeepSeek-V3's multi-token prediction module (an extra layer and head per depth).
     if (contains(text("model"), "w/ MTP")) needs.push_back("needs multi-token prediction (MTP), not modelled");
@@ -153,7 +176,11 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
     if (const auto domain = segment_domain(system, gpus / per_node, per_node))
         sets.push_back(fmt::format("cluster.scale_up_domain={}", *domain));
     if (const auto recipe = fp8_recipe(text("precision"))) sets.push_back("training.fp8_recipe=" + *recipe);
-    if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
+    if (const auto mla = latent_attention(text("kv_heads"))) {  // every head its own keys and values
+        sets.insert(sets.end(), mla->begin(), mla->end());
+        sets.push_back("model.kv_heads=" + text("heads"));
+    }
+    else if (!t.empty(r, "kv_heads")) sets.push_back("model.kv_heads=" + text("kv_heads"));
     if (!t.empty(r, "head_dim")) sets.push_back("model.head_dim=" + text("head_dim"));
     if (!t.empty(r, "ffn_hidden")) sets.push_back("model.ffn_hidden=" + text("ffn_hidden"));
     // Mixture of experts: the routed experts, top-k, expert MLP size and shared experts; the
@@ -163,6 +190,7 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         sets.push_back("model.experts_per_token=" + text("topk"));
         if (!t.empty(r, "moe_ffn_hidden")) sets.push_back("model.expert_ffn_hidden=" + text("moe_ffn_hidden"));
         sets.push_back(fmt::format("model.shared_experts={}", count(t, r, "shared_experts").value_or(0)));
+        sets.push_back(fmt::format("model.dense_layers={}", count(t, r, "dense_layers").value_or(0)));
         sets.push_back(fmt::format("parallel.expert={}", count(t, r, "ep").value_or(1)));
         sets.push_back(fmt::format("parallel.expert_tensor={}", count(t, r, "etp").value_or(1)));
     }
