@@ -462,7 +462,11 @@ private:
     std::uint32_t sync_partial_gradients() {
         const bool head = plan_.stage == l_.head_stage();
         std::uint32_t after = e_.last_compute(), last = kNoOp;
-        for (const PartialGradReduction& r : partial_grad_reductions(plan_.layer.dims, l_.layers_on_stage(plan_.stage), head)) {
+        int moe_layers = 0;
+        for (int c = 0; c < l_.virtual_stages && plan_.layer.dims.moe; ++c)
+            for (int i = 0; i < l_.layers_of(plan_.stage, c); ++i) moe_layers += dense_layer(global_layer(c, i)) ? 0 : 1;
+        for (const PartialGradReduction& r :
+             partial_grad_reductions(plan_.layer.dims, l_.layers_on_stage(plan_.stage), head, moe_layers)) {
             const sim::Op op = comm_op(OpKind::AllReduce, labels_.tp_grad_sync, r.params * plan_.grad_bytes_per_param,
                                        sim::stream::kTensorComm, r.slot, OpCategory::TensorComm);
             after = last = e_.comm(op, after);

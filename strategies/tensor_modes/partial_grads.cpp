@@ -5,7 +5,8 @@
 
 namespace cuboid {
 
-std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, int layers, bool final_norm) {
+std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, int layers, bool final_norm,
+                                                          int moe_layers) {
     const double h = static_cast<double>(d.h), n = layers;
     // Per layer: two LayerNorms (scale and shift; RMSNorm: scale only, no biases with SwiGLU).
     const double norms = n * (d.swiglu ? 2.0 * h : 4.0 * h) + (final_norm ? (d.swiglu ? h : 2.0 * h) : 0.0);
@@ -17,8 +18,11 @@ std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, in
         if (!d.sp) return {};
         // Latent attention's down-projections and latent norms are whole on every rank, which
         // each sees its own rows of: partial sums too (mla_layer.hpp).
-        if (d.mla) return {{slot::kTensor, norms + hidden_biases + n * mla_parameters(d).whole}};
-        return {{slot::kTensor, norms + hidden_biases}};
+        // A mixture-of-experts layer's router (h x experts, whole on every rank) routes the rank's
+        // own tokens under sequence parallelism: its gradient is partial too.
+        const double routers = moe_layers * h * static_cast<double>(d.experts);
+        if (d.mla) return {{slot::kTensor, norms + hidden_biases + n * mla_parameters(d).whole + routers}};
+        return {{slot::kTensor, norms + hidden_biases + routers}};
     }
     const double q = m.q();
     switch (m.mode) {

@@ -28,8 +28,10 @@ struct PartialGradReduction {
     double params = 0.0;     // parameters per device in the bucket
 };
 
-// The all-reduces, in issue order, of a stage holding `layers` layers and (`final_norm`) the
-// final LayerNorm; empty when no gradient is partial.
-std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, int layers, bool final_norm);
+// The all-reduces, in issue order, of a stage holding `layers` layers, `moe_layers` of them with
+// a mixture-of-experts MLP, and (`final_norm`) the final LayerNorm; empty when no gradient is
+// partial.
+std::vector<PartialGradReduction> partial_grad_reductions(const LayerDims& d, int layers, bool final_norm,
+                                                          int moe_layers = 0);
 
 }  // namespace cuboid

@@ -377,3 +377,14 @@ TEST_CASE("expert parallelism: the mixture-of-experts presets count their publis
     CHECK(parameter_count(qwen3_30b) - parameter_count(narrow) == 48.0 * (2 * 2048 * 2048 + 2 * 2048 * 256));
     CHECK(qwen3_30b.top_k() == 8);
 }
+
+TEST_CASE("expert parallelism: the routers' row-partial gradients are summed over the tensor group") {
+    // Sequence parallelism: each tensor rank routes its own tokens with the whole router, so the
+    // router's gradient is partial, summed once per iteration with the RMSNorm scales (fp32
+    // gradients): two scales per layer, the final norm's, and h x experts per expert layer.
+    Scenario sc = moe_plan(2, 1, 4, 4, 1);
+    sc.model.dense_layers = 1;
+    const double h = 64;
+    const LabelTotals got = totals(build_program(sc, validate_plan(sc)), 0);
+    CHECK(at(got.bytes, "tp.grad_allreduce") == 4.0 * (kLayers * 2 * h + h + (kLayers - 1) * h * kExperts));
+}

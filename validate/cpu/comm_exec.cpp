@@ -64,6 +64,21 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
     throw std::runtime_error("tensor-parallel collective after a kernel that produces no buffer for it");
 }
 
+// A mixture-of-experts layer's tensor-parallel collectives, all around its shared experts
+// (strategies/moe_layer.cpp): the forward gathers LayerNorm 2's output after the un-permutation and
+// reduces the shared FC2's partial output; the backward reduces FC1's input gradient and re-gathers
+// LayerNorm 2's output for FC1's weight gradient, both after FC1's input-gradient GEMM.
+TpBuffers moe_tp_buffers(const OpCode& last, sim::OpKind kind, int layer) {
+    const bool gather = kind == sim::OpKind::AllGather;
+    if (last.phase != Phase::Backward) {
+        if (last.moe == MoeOp::Unpermute && gather) return {layer, Field::Ln2, Field::Ln2Full};
+        if (last.moe == MoeOp::SharedFc2 && !gather) return {layer, Field::SharedPartial, Field::SharedRed};
+    } else if (last.moe == MoeOp::SharedFc1 && !last.wgrad) {
+        return gather ? TpBuffers{layer, Field::Ln2, Field::Ln2Regather} : TpBuffers{layer, Field::DLn2Partial, Field::DLn2};
+    }
+    throw std::runtime_error("tensor-parallel collective after a mixture-of-experts kernel that produces no buffer for it");
+}
+
 // Under ATP: the partial sums of the linears, the LayerNorm statistics and the token split's
 // gathers of the interiors (atp_exec.cpp).
 TpBuffers atp_buffers(const OpCode& code, int layer) {
@@ -150,7 +165,9 @@ void RankRunner::tp_collective(std::uint32_t index, const sim::Op& op) {
         return final_norm_statistics(op, tag, code.phase);
     if (summa() && mode && code.phase == Phase::Backward && op.kind == sim::OpKind::ReduceScatter) return summa_reduce(op, producer);
     if (cube() && mode && cube_collective(index, op, producer)) return;
-    const TpBuffers b = mode ? atp_buffers(code, tag.layer) : tp_buffers(code, tag.layer);
+    const TpBuffers b = mode ? atp_buffers(code, tag.layer)
+                             : (code.family == Family::MoeKernel ? moe_tp_buffers(code, op.kind, tag.layer)
+                                                                 : tp_buffers(code, tag.layer));
     const Key key{tag.micro, b.block, b.block >= 0 ? sub_of(tag) : 0};
     Cache& c = cache(key);
     if (atp() && mode) atp_before_collective(b.src, key);

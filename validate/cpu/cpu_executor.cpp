@@ -54,6 +54,7 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
             }
             for (std::size_t i = 0; i < refs.size(); ++i) {
                 if (w[0][i]->size() == 0) continue;  // not held by this stage
+                if (is_expert(refs[i].split)) continue;  // assemble_experts
                 const bool atp = mesh_split && refs[i].block >= 0;
                 // 2d/3d: the final LayerNorm runs on hidden blocks; each device holds its block's gradient.
                 const bool norm_block = (summa || cube) && refs[i].block == kHeadBlock && refs[i].split == Split::Replicated;
@@ -94,6 +95,45 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
         if (l.stage_of(static_cast<std::uint32_t>(i)) == l.head_stage() && l.tp_of(static_cast<std::uint32_t>(i)) == 0)
             ex.loss += ranks[i].loss;
     for (const RankOutcome& r : ranks) ex.recompute_diff = std::max(ex.recompute_diff, r.recompute_diff);
+}
+
+// The routed experts' shards: stage rank q = tp + t * dp holds part a of experts e of the expert
+// layers' q = a + etp * (e + ep * f) (strategies/program_groups.cpp); the f members of its
+// expert-data group hold the same shard (each element from its ZeRO owner). FC2's bias is whole
+// on each expert-tensor member: member 0's is placed.
+void assemble_experts(const Layout& l, const GptDims& d, const std::vector<RankOutcome>& ranks, Execution& ex) {
+    if (d.experts == 0) return;
+    std::vector<Mat*> grads, weights;
+    std::vector<ParamRef> refs;
+    for_each_param(ex.grads, [&](const ParamRef& r, Mat& m) {
+        refs.push_back(r);
+        grads.push_back(&m);
+    });
+    for_each_param(ex.weights, [&](const ParamRef&, Mat& m) { weights.push_back(&m); });
+    const int etp = l.expert_tensor, ep = l.expert, per_stage = l.tensor * l.data, edp = per_stage / (etp * ep);
+    for (int s = 0; s < l.pipeline; ++s)
+        for (int q = 0; q < etp * ep; ++q) {  // the expert-data index f = 0 of each (a, e)
+            const ExpertCoord coord{q / etp, ep, q % etp, etp};
+            std::vector<std::vector<const Mat*>> g, o, w;
+            for (int f = 0; f < edp; ++f) {
+                const int member = q + etp * ep * f;
+                const RankOutcome& r = ranks[l.rank(member % l.tensor, member / l.tensor, s)];
+                g.push_back(collect(r.grads));
+                o.push_back(collect(r.owned));
+                w.push_back(collect(r.weights));
+            }
+            for (std::size_t i = 0; i < refs.size(); ++i) {
+                if (!is_expert(refs[i].split) || w[0][i]->size() == 0) continue;
+                if (refs[i].split == Split::ExpertBias && coord.a > 0) continue;
+                std::vector<const Mat*> gi, oi;
+                for (int f = 0; f < edp; ++f) {
+                    gi.push_back(g[static_cast<std::size_t>(f)][i]);
+                    oi.push_back(o[static_cast<std::size_t>(f)][i]);
+                }
+                place_expert_shard(*grads[i], merge_owned(gi, oi), refs[i].split, d, coord);
+                place_expert_shard(*weights[i], *w[0][i], refs[i].split, d, coord);
+            }
+        }
 }
 
 double relative(const Mat& got, const Mat& want) {
@@ -163,6 +203,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
         return ex;
     }
     assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, sc.parallel.zero_stage == 3, outcomes, ex);
+    assemble_experts(l, d, outcomes, ex);
     if (!l.ends_apart()) {  // one stage holds both ends: the output layer is the embedding itself, no copy
         ex.grads.wout = ex.grads.wemb;
         ex.weights.wout = ex.weights.wemb;

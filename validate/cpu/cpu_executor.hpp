@@ -8,13 +8,19 @@
 // Scope: GPT style models; Megatron 1d tensor parallelism (with or without sequence
 // parallelism, with or without overlap_chunks sub-batches), and the 2d (summa_exec.cpp), 3d
 // (cube_exec.cpp) and atp (atp_exec.cpp) tensor modes (atp without its chunks); every pipeline
-// schedule and recompute policy; data parallelism with all-reduce or ZeRO 1/2. Dropout is the
-// identity, the step is SGD, the output layer is tied to the word embedding (see tiny_gpt.hpp).
+// schedule and recompute policy; data parallelism with all-reduce or ZeRO 1/2/3; context
+// parallelism in every mode (context_exec.cpp); mixture-of-experts layers (moe_exec.cpp) with
+// expert and expert-tensor parallelism, shared experts, dense leading layers and the expert
+// gradients reduced over the expert-data group, within what strategies accepts for them (1d
+// tensor parallelism under sequence parallelism, ZeRO 0-2, schedules that do not split the
+// backward, one sub-batch). Dropout is the identity, the step is SGD, the output layer is tied to the word
+// embedding, the MLPs are GeLU with biases (see tiny_gpt.hpp).
 //
 // Every exchange is an op of the program: the executor does no communication of its own (the
 // row-partial LayerNorm / bias gradients are summed by the program's tp.grad_allreduce, the 2d/3d
 // final LayerNorm by its statistic all-reduces, ATP's ends by its hidden-axis gathers, the tied
-// embedding's two copies by the first/last-stage emb.grad_allreduce).
+// embedding's two copies by the first/last-stage emb.grad_allreduce, the routed token copies by
+// the expert all-to-alls and expert-tensor collectives).
 #pragma once
 
 #include <chrono>

@@ -11,6 +11,7 @@
 // arithmetic would add nothing to whether the strategy moved the right data.
 #include <cmath>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -76,22 +77,28 @@ void RankRunner::sync_tied_embedding(const sim::Op& op) {
     g = total;
 }
 
-void RankRunner::dp_reduce(const sim::Op& op) {
-    const std::vector<int> blocks(final_unreduced_.begin(), final_unreduced_.end());
+void RankRunner::dp_reduce(const sim::Op& op) { reduce_bucket(op, final_unreduced_, reduced_blocks_, Part::Dense); }
+
+// The routed experts' gradients of the blocks completed since the last such reduction, over the
+// expert-data group (the ranks holding the same experts' parts).
+void RankRunner::edp_reduce(const sim::Op& op) { reduce_bucket(op, expert_unreduced_, expert_reduced_, Part::Experts); }
+
+void RankRunner::reduce_bucket(const sim::Op& op, std::set<int>& pending, std::set<int>& done, Part part) {
+    const std::vector<int> blocks(pending.begin(), pending.end());
     std::size_t member = 0;
-    const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, blocks), &member);
+    const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, blocks, part), &member);
     std::vector<double> sum = elementwise_sum(parts, "replicas reduce different gradient buckets");
     if (op.kind == sim::OpKind::ReduceScatter) {
-        const std::vector<double> owned = owned_elements(out_.grads, blocks, member, parts.size());
+        const std::vector<double> owned = owned_elements(out_.grads, blocks, member, parts.size(), part);
         for (std::size_t i = 0; i < sum.size(); ++i)
             if (owned[i] < 0.5) sum[i] = std::numeric_limits<double>::quiet_NaN();
-        unflatten(out_.owned, blocks, owned);
+        unflatten(out_.owned, blocks, owned, part);
     } else if (op.kind != sim::OpKind::AllReduce) {
         throw std::runtime_error("gradient reduction must be an all-reduce or a reduce-scatter");
     }
-    unflatten(out_.grads, blocks, sum);
-    reduced_blocks_.insert(blocks.begin(), blocks.end());
-    final_unreduced_.clear();
+    unflatten(out_.grads, blocks, sum, part);
+    done.insert(blocks.begin(), blocks.end());
+    pending.clear();
 }
 
 void RankRunner::optimizer(const sim::Op&) {
@@ -104,6 +111,9 @@ void RankRunner::optimizer(const sim::Op&) {
                                      " of " + std::to_string(l.micro_batches) + " micro-batches");
         if (l.data > 1 && reduced_blocks_.count(b) == 0)
             throw std::runtime_error("gradient of block " + std::to_string(b) + " never reduced over the data-parallel group");
+        if (l.expert_data() > 1 && has_experts(b) && expert_reduced_.count(b) == 0)
+            throw std::runtime_error("expert gradients of block " + std::to_string(b) +
+                                     " never reduced over the expert-data group");
     }
     const std::vector<Mat*> w = matrices(out_.weights, out_.blocks), g = matrices(out_.grads, out_.blocks),
                             own = matrices(out_.owned, out_.blocks);
@@ -111,13 +121,14 @@ void RankRunner::optimizer(const sim::Op&) {
         *w[i] = (own[i]->array() > 0.5).select(*w[i] - ctx_.learning_rate * *g[i], *w[i]);
 }
 
-void RankRunner::dp_gather(const sim::Op& op) { gather_owned(op, out_.blocks); }
+void RankRunner::dp_gather(const sim::Op& op) { gather_owned(op, out_.blocks, Part::Dense); }
+void RankRunner::edp_gather(const sim::Op& op) { gather_owned(op, out_.blocks, Part::Experts); }
 
 // Every member contributes the elements it owns; each element must have exactly one owner.
-void RankRunner::gather_owned(const sim::Op& op, const std::vector<int>& blocks) {
-    std::vector<double> mine = flatten(out_.weights, blocks);
+void RankRunner::gather_owned(const sim::Op& op, const std::vector<int>& blocks, Part part) {
+    std::vector<double> mine = flatten(out_.weights, blocks, part);
     const std::size_t n = mine.size();
-    const std::vector<double> owned = flatten(out_.owned, blocks);
+    const std::vector<double> owned = flatten(out_.owned, blocks, part);
     mine.insert(mine.end(), owned.begin(), owned.end());
     std::size_t member = 0;
     const auto parts = exchange(op.group_slot, label(op), mine, &member);
@@ -133,7 +144,7 @@ void RankRunner::gather_owned(const sim::Op& op, const std::vector<int>& blocks)
         }
         if (owners != 1) throw std::runtime_error("parameter element with " + std::to_string(owners) + " owners in the gather");
     }
-    unflatten(out_.weights, blocks, gathered);
+    unflatten(out_.weights, blocks, gathered, part);
 }
 
 }  // namespace cuboid::cpu

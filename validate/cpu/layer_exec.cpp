@@ -3,6 +3,7 @@
 // residual stream are whole (or the rank's rows under sequence parallelism).
 #include <array>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -65,21 +66,38 @@ const char* linear_name(LayerOp op) {
 // the cache again, and the block counts one more micro-batch back-propagated.
 void RankRunner::finish_layer_backward(const Key& key) {
     const auto it = backward_ends_.find(key);
-    if (it == backward_ends_.end() || !it->second.input_grad || it->second.weight_grads.size() < kLinears.size()) return;
+    if (it == backward_ends_.end() || !it->second.input_grad || !weight_grads_done(key, nullptr)) return;
     const bool whole = it->second.whole;
     backward_ends_.erase(it);
     caches_.erase(key);
+    routes_.erase(key);
     for (auto s = shadow_.begin(); s != shadow_.end();) s = s->first.first == key ? shadow_.erase(s) : std::next(s);
     if (whole) finish_block(std::get<1>(key));
+}
+
+// The four linears' weight gradients; a mixture-of-experts layer's MLP has no FC1 / FC2 but the
+// GEMMs of moe_weight_grads_done. `missing` (optional) names the first one not run.
+bool RankRunner::weight_grads_done(const Key& key, std::string* missing) const {
+    const auto it = backward_ends_.find(key);
+    const std::set<LayerOp> none;
+    const std::set<LayerOp>& done = it == backward_ends_.end() ? none : it->second.weight_grads;
+    const bool moe = has_experts(std::get<1>(key));
+    for (LayerOp op : kLinears) {
+        if (moe && (op == LayerOp::Fc1 || op == LayerOp::Fc2)) continue;
+        if (done.count(op) == 0) {
+            if (missing) *missing = linear_name(op);
+            return false;
+        }
+    }
+    return !moe || moe_weight_grads_done(key, missing);
 }
 
 void RankRunner::require_weight_grads_done() const {
     for (const auto& [key, ends] : backward_ends_) {
         const std::string where = "layer " + std::to_string(std::get<1>(key)) + " micro-batch " + std::to_string(std::get<0>(key));
         if (!ends.input_grad) throw std::runtime_error(where + ": input gradient never computed");
-        for (LayerOp op : kLinears)
-            if (ends.weight_grads.count(op) == 0)
-                throw std::runtime_error(where + ": weight gradient of " + linear_name(op) + " never computed");
+        std::string missing;
+        if (!weight_grads_done(key, &missing)) throw std::runtime_error(where + ": weight gradient of " + missing + " never computed");
     }
 }
 
@@ -133,7 +151,7 @@ void RankRunner::layer_forward(LayerOp op, const OpTag& tag, Phase phase, const 
         case LayerOp::Act: set(Field::G1, gelu(need(c, Field::A1))); break;
         case LayerOp::Fc2: set(Field::Fc2Partial, need(c, Field::G1) * w.w2); break;
         case LayerOp::Bda2: {
-            Mat out = need(c, Field::H1) + add_bias(reduced(c, Field::Fc2Partial, Field::Fc2Red), w.b2);
+            Mat out = need(c, Field::H1) + (w.moe ? moe_output(c, w) : add_bias(reduced(c, Field::Fc2Partial, Field::Fc2Red), w.b2));
             for (Field f : {Field::Fc2Partial, Field::Fc2Red, Field::Ln2Full}) c.erase(f);
             if (phase == Phase::Forward) {
                 join(act_, act_out_, {tag.micro, tag.layer + 1, std::get<2>(key)}, std::move(out));
@@ -176,7 +194,8 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
     switch (op) {
         case LayerOp::Bda2:
             c[Field::GOut] = piece(grad_, grad_in_, {tag.micro, tag.layer + 1, std::get<2>(key)}, "output gradient");
-            g.b2 += column_sums(c[Field::GOut]);
+            if (!w.moe) g.b2 += column_sums(c[Field::GOut]);
+            else if (w.shared) g.sb2 += column_sums(c[Field::GOut]);  // the shared experts' FC2 bias
             break;
         case LayerOp::Fc2: {
             const Mat& dy = need(c, sp ? Field::GOutFull : Field::GOut);
@@ -194,7 +213,8 @@ void RankRunner::layer_backward(LayerOp op, bool wgrad, const OpTag& tag) {
             }
             break;
         case LayerOp::Ln2: {
-            const LnGrads l = layer_norm_backward(need(c, Field::H1), w.ln2_g, reduced(c, Field::DLn2Partial, Field::DLn2));
+            const LnGrads l = layer_norm_backward(need(c, Field::H1), w.ln2_g,
+                                                  w.moe ? moe_input_grad(c, w) : reduced(c, Field::DLn2Partial, Field::DLn2));
             g.ln2_g += l.dg;
             g.ln2_b += l.db;
             c[Field::GH1] = need(c, Field::GOut) + l.dx;

@@ -34,6 +34,31 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
         cp(l.cp_qkv_a2a[ph], Family::ContextComm, ContextOp::QkvAllToAll);
         cp(l.cp_out_a2a[ph], Family::ContextComm, ContextOp::OutAllToAll);
     }
+    for (int i = 0; i < kMoeOpCount; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        OpCode c{Family::MoeKernel};
+        c.moe = static_cast<MoeOp>(i);
+        for (std::size_t ph = 0; ph < 3; ++ph) {
+            c.phase = static_cast<Phase>(ph);
+            add(l.moe[ph][k], c);
+        }
+        c.wgrad = true;
+        if (l.moe_wgrad[k] != l.moe[2][k]) add(l.moe_wgrad[k], c);
+    }
+    for (std::size_t ph = 0; ph < 3; ++ph) {
+        const auto exchange = [&](std::uint32_t label, MoeExchange x) {
+            OpCode c{Family::MoeComm, static_cast<Phase>(ph)};
+            c.exchange = x;
+            add(label, c);
+        };
+        exchange(l.moe_dispatch[ph], MoeExchange::Dispatch);
+        exchange(l.moe_combine[ph], MoeExchange::Combine);
+        exchange(l.moe_etp_gather[ph], MoeExchange::EtpGather);
+        exchange(l.moe_etp_scatter[ph], MoeExchange::EtpScatter);
+    }
+    add(l.edp_allreduce, {Family::EdpReduce});
+    add(l.edp_reduce_scatter, {Family::EdpReduce});
+    add(l.edp_all_gather, {Family::EdpGather});
     add(l.cp_dkv_exchange, {Family::ContextComm, Phase::Backward, LayerOp::Attn, false, ContextOp::DkvExchange});
     add(l.embed_f, {Family::Embed, Phase::Forward});
     add(l.embed_b, {Family::Embed, Phase::Backward});

@@ -32,6 +32,19 @@ enum class Family : std::uint8_t {
     // Context parallelism (context_exec.cpp): the ring's attention steps and merges, and the
     // modes' collectives (which one: OpCode::context).
     ContextKernel, ContextComm,
+    // Mixture of experts (moe_exec.cpp): the MLP's kernels (which one: OpCode::moe), its token
+    // exchanges (OpCode::exchange), and the expert gradients' reduction and the experts' ZeRO
+    // gather over the expert-data group.
+    MoeKernel, MoeComm, EdpReduce, EdpGather,
+};
+
+// The token exchanges of a mixture-of-experts MLP (strategies/moe_layer.hpp).
+enum class MoeExchange : std::uint8_t {
+    None,
+    Dispatch,    // all-to-all over the expert group: forward to the experts, backward back from them
+    Combine,     // all-to-all over the expert group: forward back from the experts, backward to them
+    EtpGather,   // all-gather over the expert-tensor group, on the way to the experts
+    EtpScatter,  // reduce-scatter over the expert-tensor group, on the way back
 };
 
 // The context-parallel op of a ContextKernel / ContextComm label (strategies/context_attention.hpp).
@@ -49,6 +62,8 @@ struct OpCode {
     LayerOp op = LayerOp::Count;  // LayerKernel only
     bool wgrad = false;           // backward GEMMs: the weight-gradient half
     ContextOp context = ContextOp::None;
+    MoeOp moe = MoeOp::Count;                 // MoeKernel only
+    MoeExchange exchange = MoeExchange::None;  // MoeComm only
 };
 
 // One code per label of `program`.

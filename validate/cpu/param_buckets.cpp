@@ -27,18 +27,19 @@ std::vector<Mat*> matrices(GptParams& p, const std::vector<int>& blocks) {
     return out;
 }
 
-std::vector<double> flatten(GptParams& p, const std::vector<int>& blocks) {
+std::vector<double> flatten(GptParams& p, const std::vector<int>& blocks, Part part) {
     std::vector<double> v;
-    each_param(p, blocks, [&](const ParamRef&, Mat& m) { v.insert(v.end(), m.data(), m.data() + m.size()); });
+    each_param(p, blocks, [&](const ParamRef&, Mat& m) { v.insert(v.end(), m.data(), m.data() + m.size()); }, part);
     return v;
 }
 
-void unflatten(GptParams& p, const std::vector<int>& blocks, const std::vector<double>& v) {
+void unflatten(GptParams& p, const std::vector<int>& blocks, const std::vector<double>& v, Part part) {
     std::size_t at = 0;
     each_param(p, blocks, [&](const ParamRef&, Mat& m) {
+        if (at + static_cast<std::size_t>(m.size()) > v.size()) throw std::runtime_error("bucket shorter than its parameters");
         std::copy(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + m.size()), m.data());
         at += static_cast<std::size_t>(m.size());
-    });
+    }, part);
 }
 
 // Elements of a reduce-scattered bucket that replica `member` of `d` owns: a contiguous 1/d of the
@@ -47,9 +48,10 @@ void unflatten(GptParams& p, const std::vector<int>& blocks, const std::vector<d
 // _does_param_require_new_bucket: "the first and last pipeline stage partition optimizer state for
 // the shared embedding parameters the same way across DP replicas, allowing the DP reduce-scatter
 // to be before the embedding all-reduce"); the program keeps its bytes in the bucket it completes.
-std::vector<double> owned_elements(GptParams& g, const std::vector<int>& blocks, std::size_t member, std::size_t d) {
+std::vector<double> owned_elements(GptParams& g, const std::vector<int>& blocks, std::size_t member, std::size_t d,
+                                   Part part) {
     std::size_t rest = 0;
-    each_param(g, blocks, [&](const ParamRef& r, Mat& m) { rest += tied_word_matrix(r) ? 0 : static_cast<std::size_t>(m.size()); });
+    each_param(g, blocks, [&](const ParamRef& r, Mat& m) { rest += tied_word_matrix(r) ? 0 : static_cast<std::size_t>(m.size()); }, part);
     std::vector<double> owned;
     std::size_t at = 0;
     each_param(g, blocks, [&](const ParamRef& r, Mat& m) {
@@ -61,7 +63,7 @@ std::vector<double> owned_elements(GptParams& g, const std::vector<int>& blocks,
             owned.push_back(k >= lo && k < hi ? 1.0 : 0.0);
         }
         if (!own) at += n;
-    });
+    }, part);
     return owned;
 }
 

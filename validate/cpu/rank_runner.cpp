@@ -1,6 +1,7 @@
 #include "validate/cpu/rank_runner.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace cuboid::cpu {
@@ -14,7 +15,10 @@ const char* field_name(Field f) {
         "Logits", "XentMax", "XentTarget", "XentSumExp", "XentDone", "DLogits", "DLnfPartial", "DLnf", "Stats1",
         "Stats1Sum", "Stats2", "Stats2Sum", "QkvPartial", "QkvRed", "Fc1Partial", "Fc1Red", "DG1Partial", "DCtxPartial",
         "DStats1", "DStats1Sum", "DStats2", "DStats2Sum", "CtxFull", "G1Full", "DA1Full", "DQkvFull", "Out", "Lse", "StepOut", "StepLse", "OutAcc", "LseAcc", "KvAll", "DKvAll", "QH", "KH", "VH", "OH",
-        "DCtxH", "DQH", "DKH", "DVH", "DkvOut"};
+        "DCtxH", "DQH", "DKH", "DVH", "DkvOut", "RouterLogits", "RouteWeights", "MoeIn", "MoeBack", "ExpertX", "ExpertA",
+        "ExpertG", "ExpertY", "MoeOut", "SharedA1", "SharedG1", "SharedPartial", "SharedRed", "DRoute", "DRouterLogits",
+        "DExpertY", "DExpertG", "DExpertA", "DLn2Routed", "DSharedG1", "DSharedA1"};
+    static_assert(std::size(kNames) == static_cast<std::size_t>(Field::DSharedA1) + 1, "one name per field");
     return kNames[static_cast<std::size_t>(f)];
 }
 
@@ -36,8 +40,14 @@ RankRunner::RankRunner(const RunContext& ctx, std::uint32_t rank, const GptParam
         cube_ = {l.mesh_coord(tp_, 0), l.mesh_coord(tp_, 1), l.mesh_coord(tp_, 2), l.tensor_mesh[0]};
         atp_ = {cube_.a0, cube_.q, cube_.a2, cube_.q};  // heads by a0, hidden by a2
     }
+    // Expert layers regroup a stage's ranks q = tp + t * dp as q = a + etp * (e + ep * f)
+    // (strategies/program_groups.cpp).
+    if (ctx.dims.experts > 0) {
+        const int q = tp_ + t() * dp_;
+        expert_ = {(q / l.expert_tensor) % l.expert, l.expert, q % l.expert_tensor, l.expert_tensor};
+    }
     // The rank holds the shards of its blocks; other parameters stay empty.
-    out_.weights.layers.resize(full.layers.size());
+    out_.weights = empty_like(full);
     out_.blocks = held_blocks();
     std::vector<Mat*> mine;
     for_each_param(out_.weights, [&](const ParamRef&, Mat& m) { mine.push_back(&m); });
@@ -45,7 +55,8 @@ RankRunner::RankRunner(const RunContext& ctx, std::uint32_t rank, const GptParam
     for_each_param(full, [&](const ParamRef& ref, const Mat& m) {
         const bool held = std::find(out_.blocks.begin(), out_.blocks.end(), ref.block) != out_.blocks.end();
         if (!held) return void(++i);
-        if (cube() && ref.block >= 0) *mine[i] = cube_shard(ref, m, ctx.dims, cube_);
+        if (is_expert(ref.split)) *mine[i] = expert_shard_of(m, ref.split, ctx.dims, expert_);
+        else if (cube() && ref.block >= 0) *mine[i] = cube_shard(ref, m, ctx.dims, cube_);
         else if (mesh() && ref.block >= 0) *mine[i] = atp_shard(ref, m, ctx.dims, atp_);
         else *mine[i] = shard_of(m, ref.split, ctx.dims, tp_, t());
         ++i;
@@ -150,6 +161,13 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
         case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag); return;
         case Family::ContextKernel: context_kernel(code, tag, op); break;
         case Family::ContextComm: context_comm(code, tag, op); return;
+        case Family::MoeKernel:
+            if (code.phase == Phase::Backward) moe_backward(code.moe, code.wgrad, tag);
+            else moe_forward(code.moe, tag, code.phase, op);
+            break;
+        case Family::MoeComm: moe_exchange(code, tag, op); return;
+        case Family::EdpReduce: edp_reduce(op); return;
+        case Family::EdpGather: edp_gather(op); return;
         case Family::NumericallyInert: return;  // not the last kernel: collectives look past it
         case Family::Unknown: throw std::runtime_error("label not understood by the CPU executor");
     }
@@ -192,7 +210,9 @@ const Mat& RankRunner::reduced(Cache& c, Field partial, Field sum) const {
 }
 
 void RankRunner::finish_block(int block) {
-    if (++backward_count_[block] == ctx_.layout->micro_batches) final_unreduced_.insert(block);
+    if (++backward_count_[block] != ctx_.layout->micro_batches) return;
+    final_unreduced_.insert(block);
+    if (has_experts(block)) expert_unreduced_.insert(block);
 }
 
 }  // namespace cuboid::cpu

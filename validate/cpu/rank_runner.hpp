@@ -24,7 +24,9 @@
 #include "validate/cpu/blockwise_attention.hpp"
 #include "validate/cpu/fabric.hpp"
 #include "validate/cpu/kernels.hpp"
+#include "validate/cpu/moe_math.hpp"
 #include "validate/cpu/op_codes.hpp"
+#include "validate/cpu/param_buckets.hpp"
 #include "validate/cpu/tiny_gpt.hpp"
 
 namespace cuboid::cpu {
@@ -48,6 +50,14 @@ enum class Field : std::uint8_t {
     // output and the running merge; K/V of every position (all-gather) and their gradients; the
     // head-split tensors of the all-to-all mode; the ring's outgoing partial dK/dV.
     Lse, StepOut, StepLse, OutAcc, LseAcc, KvAll, DKvAll, QH, KH, VH, OH, DCtxH, DQH, DKH, DVH, DkvOut,
+    // Mixture of experts (moe_exec.cpp): the router's logits and the chosen experts' weights; the
+    // token copies on their way to the experts (MoeIn) and back (MoeBack), each row tagged with
+    // its expert and origin; the experts' input, FC1 output, activation and the combined outputs;
+    // the routed output; the shared experts' FC1 output, activation and (partial, reduced) output;
+    // the backward's gradients of these.
+    RouterLogits, RouteWeights, MoeIn, MoeBack, ExpertX, ExpertA, ExpertG, ExpertY, MoeOut,
+    SharedA1, SharedG1, SharedPartial, SharedRed,
+    DRoute, DRouterLogits, DExpertY, DExpertG, DExpertA, DLn2Routed, DSharedG1, DSharedA1,
 };
 const char* field_name(Field f);
 
@@ -126,7 +136,8 @@ private:
     void layer_backward(LayerOp op, bool wgrad, const OpTag& tag);
     void drop_unkept(const Key& key);
     void finish_layer_backward(const Key& key);
-    void require_weight_grads_done() const;  // before the optimizer: no layer left half back-propagated
+    void require_weight_grads_done() const;
+    bool weight_grads_done(const Key& key, std::string* missing) const;  // before the optimizer: no layer left half back-propagated
     // edge_exec.cpp
     void embedding(Phase phase, const OpTag& tag);
     void embedding_dropout(Phase phase, const OpTag& tag);
@@ -194,6 +205,15 @@ private:
     Mat ring_block(const Key& key, Phase phase, int step, bool take);
     void ring_exchange(const sim::Op& op, const Key& key, Phase phase);
     void dkv_exchange(const sim::Op& op, const Key& key);
+    // moe_exec.cpp: the mixture-of-experts MLP
+    bool has_experts(int block) const { return block >= 0 && ctx_.dims.moe_layer(block); }
+    ExpertSlice expert_slice(const LayerParams& w) const;
+    void moe_forward(MoeOp op, const OpTag& tag, Phase phase, const sim::Op& o);
+    void moe_backward(MoeOp op, bool wgrad, const OpTag& tag);
+    void moe_exchange(const OpCode& code, const OpTag& tag, const sim::Op& op);
+    Mat moe_output(Cache& c, const LayerParams& w);  // bias-dropout-add's input: routed + shared experts
+    Mat moe_input_grad(Cache& c, const LayerParams& w);  // LayerNorm 2's output gradient
+    bool moe_weight_grads_done(const Key& key, std::string* missing) const;
     // comm_exec.cpp
     void tp_collective(std::uint32_t index, const sim::Op& op);
     void xent_reduce(const sim::Op& op, const OpTag& tag);
@@ -202,7 +222,10 @@ private:
     void dp_reduce(const sim::Op& op);
     void optimizer(const sim::Op& op);
     void dp_gather(const sim::Op& op);
-    void gather_owned(const sim::Op& op, const std::vector<int>& blocks);
+    void gather_owned(const sim::Op& op, const std::vector<int>& blocks, Part part = Part::All);
+    void reduce_bucket(const sim::Op& op, std::set<int>& pending, std::set<int>& done, Part part);
+    void edp_reduce(const sim::Op& op);
+    void edp_gather(const sim::Op& op);
     // fsdp_exec.cpp: ZeRO-3
     bool fully_sharded() const;
     void shard_weights();
@@ -260,10 +283,12 @@ private:
     struct BackwardEnds {
         bool input_grad = false, whole = false;  // LayerNorm-1's backward ran; it completed the block's gradient
         std::set<LayerOp> weight_grads;          // linears whose weight gradient ran
+        std::set<MoeOp> moe_weight_grads;        // a mixture-of-experts MLP's GEMMs whose weight gradient ran
     };
     std::map<Key, BackwardEnds> backward_ends_;
     std::map<int, int> backward_count_;            // per block: micro-batches back-propagated
     std::set<int> final_unreduced_, reduced_blocks_;
+    std::set<int> expert_unreduced_, expert_reduced_;  // the same for the routed experts' gradients
     std::map<std::uint32_t, std::uint32_t> instances_;  // per group: collectives issued
     Field last_src_ = Field::X, last_dst_ = Field::X;   // last tensor-parallel collective's buffers
     std::uint32_t last_compute_index_ = 0xFFFFFFFFu;
@@ -283,6 +308,16 @@ private:
     std::map<std::tuple<Key, Phase, ContextOp>, int> ring_count_;
     std::map<std::tuple<Key, Phase, int>, Mat> ring_blocks_;
     std::map<std::pair<Key, int>, Mat> ring_dkv_;
+    // Mixture of experts, per (micro, layer, sub-batch): how the router sent the rank's token
+    // copies and which copies the rank's experts ran.
+    struct MoeRoute {
+        Routing routing;                 // the rank's tokens' experts (weights: Field::RouteWeights)
+        std::vector<int> send_order;     // copy index of each row the permutation sends, by expert
+        std::vector<int> experts, origins;  // expert and origin (expert-group member) of each row the experts ran
+        std::vector<int> from_etp;       // rows each expert-tensor member contributed to the gather
+    };
+    std::map<Key, MoeRoute> routes_;
+    ExpertCoord expert_{};
     RankOutcome out_;
 };
 

@@ -3,13 +3,72 @@
 #include <cmath>
 
 #include "validate/cpu/kernels.hpp"
+#include "validate/cpu/moe_math.hpp"
 
 namespace cuboid::cpu {
 namespace {
 
+// A mixture-of-experts MLP's forward: the routing, every token copy's expert input (row
+// token * top_k + j), FC1 output and activation, its output, and the shared experts' a1 / g1.
+struct MoeActs {
+    Routing routing;
+    Mat x, a, g, y, shared_a1, shared_g1;
+};
+
 struct LayerActs {
     Mat x, ln1, q, k, v, probs, ctx, h1, ln2, a1, g1;
+    MoeActs moe;
 };
+
+ExpertSlice all_experts(const GptDims& d, const LayerParams& w) {
+    return {&w.ew1, &w.eb1, &w.ew2, &w.eb2, 0, d.experts, d.expert_ffn, true};
+}
+
+Mat moe_forward(const GptDims& d, const LayerParams& w, const Mat& ln2, MoeActs& m) {
+    m.routing = route(ln2 * w.wr, d.top_k);
+    const int k = d.top_k;
+    m.x = Mat(ln2.rows() * k, ln2.cols());
+    for (Eigen::Index c = 0; c < m.x.rows(); ++c) m.x.row(c) = ln2.row(c / k);
+    const ExpertSlice s = all_experts(d, w);
+    m.a = expert_fc1(m.x, m.routing.expert, s);
+    m.g = gelu(m.a);
+    m.y = expert_fc2(m.g, m.routing.expert, s);
+    Mat out = Mat::Zero(ln2.rows(), ln2.cols());
+    for (Eigen::Index c = 0; c < m.y.rows(); ++c) out.row(c / k) += m.routing.weight(c / k, c % k) * m.y.row(c);
+    if (!w.shared) return out;
+    m.shared_a1 = add_bias(ln2 * w.sw1, w.sb1);
+    m.shared_g1 = gelu(m.shared_a1);
+    return out + add_bias(m.shared_g1 * w.sw2, w.sb2);
+}
+
+// Gradients of the router, the experts and the shared experts from the output gradient `dout`;
+// returns the gradient of the MLP's input (LayerNorm 2's output).
+Mat moe_backward(const GptDims& d, const LayerParams& w, const Mat& ln2, const MoeActs& m, const Mat& dout, LayerParams& g) {
+    const int k = d.top_k;
+    Mat dln2 = Mat::Zero(ln2.rows(), ln2.cols());
+    if (w.shared) {
+        g.sb2 = column_sums(dout);
+        g.sw2 = m.shared_g1.transpose() * dout;
+        const Mat da = gelu_backward(m.shared_a1, dout * w.sw2.transpose());
+        g.sw1 = ln2.transpose() * da;
+        g.sb1 = column_sums(da);
+        dln2 = da * w.sw1.transpose();
+    }
+    Mat dy(m.y.rows(), m.y.cols()), dweight(ln2.rows(), k);
+    for (Eigen::Index c = 0; c < m.y.rows(); ++c) {
+        dy.row(c) = m.routing.weight(c / k, c % k) * dout.row(c / k);
+        dweight(c / k, c % k) = dout.row(c / k).dot(m.y.row(c));
+    }
+    const ExpertSlice s = all_experts(d, w);
+    expert_fc2_wgrad(m.g, dy, m.routing.expert, s, g.ew2, g.eb2);
+    const Mat da = gelu_backward(m.a, expert_fc2_dgrad(dy, m.routing.expert, s));
+    expert_fc1_wgrad(m.x, da, m.routing.expert, s, g.ew1, g.eb1);
+    const Mat dx = expert_fc1_dgrad(da, m.routing.expert, s);
+    for (Eigen::Index c = 0; c < dx.rows(); ++c) dln2.row(c / k) += dx.row(c);
+    const Mat dlogits = route_backward(m.routing, dweight, d.experts);
+    g.wr = ln2.transpose() * dlogits;
+    return dln2 + dlogits * w.wr.transpose();
+}
 
 struct Forward {
     Mat embedded;
@@ -39,9 +98,13 @@ Forward forward(const GptDims& d, const GptParams& p, const Batch& batch) {
         l.ctx = attn_context(l.probs, l.v, a);
         l.h1 = x + add_bias(l.ctx * w.wproj, w.bproj);
         l.ln2 = layer_norm(l.h1, w.ln2_g, w.ln2_b);
-        l.a1 = add_bias(l.ln2 * w.w1, w.b1);
-        l.g1 = gelu(l.a1);
-        x = l.h1 + add_bias(l.g1 * w.w2, w.b2);
+        if (w.moe) {
+            x = l.h1 + moe_forward(d, w, l.ln2, l.moe);
+        } else {
+            l.a1 = add_bias(l.ln2 * w.w1, w.b1);
+            l.g1 = gelu(l.a1);
+            x = l.h1 + add_bias(l.g1 * w.w2, w.b2);
+        }
         f.layers.push_back(std::move(l));
     }
     f.final_in = x;
@@ -84,12 +147,18 @@ Reference reference_step(const GptDims& d, const GptParams& p, const Batch& batc
         const LayerParams& w = p.layers[static_cast<std::size_t>(i)];
         const LayerActs& l = f.layers[static_cast<std::size_t>(i)];
         LayerParams& gw = g.layers[static_cast<std::size_t>(i)];
-        gw.b2 = column_sums(dx);
-        gw.w2 = l.g1.transpose() * dx;
-        const Mat da1 = gelu_backward(l.a1, dx * w.w2.transpose());
-        gw.w1 = l.ln2.transpose() * da1;
-        gw.b1 = column_sums(da1);
-        const LnGrads ln2 = layer_norm_backward(l.h1, w.ln2_g, da1 * w.w1.transpose());
+        Mat dln2_out;
+        if (w.moe) {
+            dln2_out = moe_backward(d, w, l.ln2, l.moe, dx, gw);
+        } else {
+            gw.b2 = column_sums(dx);
+            gw.w2 = l.g1.transpose() * dx;
+            const Mat da1 = gelu_backward(l.a1, dx * w.w2.transpose());
+            gw.w1 = l.ln2.transpose() * da1;
+            gw.b1 = column_sums(da1);
+            dln2_out = da1 * w.w1.transpose();
+        }
+        const LnGrads ln2 = layer_norm_backward(l.h1, w.ln2_g, dln2_out);
         gw.ln2_g = ln2.dg;
         gw.ln2_b = ln2.db;
         const Mat dh1 = dx + ln2.dx;

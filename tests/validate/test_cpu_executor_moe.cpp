@@ -1,0 +1,261 @@
+// Mixture-of-experts programs, executed on threads: each rank routes its own tokens, and the loss,
+// every gradient (router, experts, shared experts) and the updated weights match the
+// single-device reference only when the dispatch and combine all-to-alls, the expert-tensor
+// gather and reduce-scatter and the expert-data reduction move the routed rows (unequal per
+// expert, as the router chose them) to the right ranks.
+#include <chrono>
+
+#include "tests/validate/cpu_executor_cases.hpp"
+#include "validate/cpu/moe_math.hpp"
+
+using namespace cuboid;
+using namespace cuboid::cpu;
+using namespace cuboid::cpu::cases;
+
+namespace {
+
+// The tiny GPT of cases::scenario_of with 4 experts of 16, two per token (one per token would
+// give every weight 1 and the router no gradient, moe_math.hpp), over ep x etp ranks.
+struct MoeCase {
+    Case base;
+    int ep = 1, etp = 1;
+    int shared = 0;        // shared experts (of 16 each)
+    int dense_layers = 0;  // leading layers with the dense MLP
+};
+
+Scenario moe_scenario(const MoeCase& m) {
+    Scenario sc = scenario_of(m.base);
+    sc.model.experts = 4;
+    sc.model.experts_per_token = 2;
+    sc.model.expert_ffn_hidden = 16;
+    sc.model.shared_experts = m.shared;
+    sc.model.dense_layers = m.dense_layers;
+    sc.parallel.expert = m.ep;
+    sc.parallel.expert_tensor = m.etp;
+    return sc;
+}
+
+Outcome run(const MoeCase& m, const TaggedProgram* program = nullptr, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+    const Scenario sc = moe_scenario(m);
+    const Layout l = validate_plan(sc);
+    const GptDims d = GptDims::of(sc.model);
+    const GptParams params = init_params(d, 7);
+    const Batch batch = make_batch(d, sc.training.global_batch, 11);
+    ExecutorOptions opt;
+    opt.learning_rate = kLearningRate;
+    opt.timeout = timeout;
+    const TaggedProgram built = program ? TaggedProgram{} : build(sc);
+    Outcome o{execute_program(sc, l, program ? *program : built, params, batch, opt), {}};
+    if (o.run.ok()) o.agreement = compare(o.run, reference_step(d, params, batch), params, kLearningRate);
+    return o;
+}
+
+void check_moe(const MoeCase& m) {
+    const Outcome o = run(m);
+    INFO("t=" << m.base.t << " p=" << m.base.p << " d=" << m.base.d << " sp " << m.base.sp << " zero " << m.base.zero
+              << " recompute " << to_string(m.base.recompute) << " ep " << m.ep << " etp " << m.etp << " shared "
+              << m.shared << " dense layers " << m.dense_layers);
+    INFO("error: " << o.run.error << " worst gradient: " << o.agreement.worst);
+    REQUIRE(o.run.ok());
+    CHECK(o.agreement.loss < kTolerance);
+    CHECK(o.agreement.grads < kTolerance);
+    CHECK(o.agreement.weights < kTolerance);
+    CHECK(o.run.recompute_diff < 1e-12);
+}
+
+MoeCase expert_parallel(int ep, int d) {
+    MoeCase m{Case{1, 1, d}};
+    m.ep = ep;
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("mixture-of-experts reference gradients match finite differences", "[cpu_executor][moe]") {
+    MoeCase m;
+    m.shared = 1;
+    m.dense_layers = 1;
+    const GptDims d = GptDims::of(moe_scenario(m).model);
+    GptParams p = init_params(d, 7);
+    const Batch batch = make_batch(d, 2, 11);
+    const Reference ref = reference_step(d, p, batch);
+    constexpr double eps = 1e-5;  // small enough that no token changes its experts
+    const auto check = [&](Mat& w, const Mat& g, Eigen::Index i) {
+        const double keep = w.data()[i];
+        w.data()[i] = keep + eps;
+        const double up = reference_loss(d, p, batch);
+        w.data()[i] = keep - eps;
+        const double down = reference_loss(d, p, batch);
+        w.data()[i] = keep;
+        CHECK((up - down) / (2 * eps) == Approx(g.data()[i]).margin(1e-7));
+    };
+    REQUIRE_FALSE(p.layers[0].moe);
+    REQUIRE(p.layers[1].moe);
+    for (Eigen::Index i : {3, 40, 101}) check(p.layers[1].wr, ref.grads.layers[1].wr, i);  // through the weights
+    check(p.layers[1].ew1, ref.grads.layers[1].ew1, 32 * 20 + 5);
+    check(p.layers[2].eb1, ref.grads.layers[2].eb1, 50);
+    check(p.layers[2].ew2, ref.grads.layers[2].ew2, 700);
+    check(p.layers[3].eb2, ref.grads.layers[3].eb2, 70);
+    check(p.layers[3].sw1, ref.grads.layers[3].sw1, 90);
+    check(p.layers[3].sb2, ref.grads.layers[3].sb2, 3);
+    check(p.layers[2].ln2_g, ref.grads.layers[2].ln2_g, 6);
+    check(p.layers[0].w1, ref.grads.layers[0].w1, 300);
+    CHECK(ref.grads.layers[1].wr.cwiseAbs().maxCoeff() > 1e-6);  // the router learns
+}
+
+TEST_CASE("top-k routing weights are the softmax of the chosen logits", "[cpu_executor][moe]") {
+    Mat logits(2, 4);
+    logits << 0.5, 2.0, -1.0, 1.0,  //
+        3.0, 3.0, 0.0, -2.0;         // a tie goes to the lower index
+    const Routing r = route(logits, 2);
+    CHECK(r.expert == std::vector<int>{1, 3, 0, 1});
+    CHECK(r.weight(0, 0) == Approx(1.0 / (1.0 + std::exp(-1.0))));
+    CHECK(r.weight(1, 0) == Approx(0.5));
+    CHECK(copies_by_expert(r) == std::vector<int>{2, 0, 3, 1});
+}
+
+TEST_CASE("expert parallelism reproduces the reference", "[cpu_executor][moe]") {
+    check_moe(MoeCase{});  // every expert on the one rank: no exchange
+    check_moe(expert_parallel(2, 2));
+    check_moe(expert_parallel(4, 4));
+}
+
+TEST_CASE("expert tensor parallelism reproduces the reference", "[cpu_executor][moe]") {
+    MoeCase etp_only{Case{1, 1, 2}};
+    etp_only.etp = 2;
+    check_moe(etp_only);
+    MoeCase both{Case{1, 1, 4}};
+    both.ep = 2;
+    both.etp = 2;
+    check_moe(both);
+}
+
+TEST_CASE("shared experts and dense leading layers reproduce the reference", "[cpu_executor][moe]") {
+    MoeCase shared = expert_parallel(2, 2);
+    shared.shared = 1;
+    check_moe(shared);
+    MoeCase dense = expert_parallel(2, 2);
+    dense.dense_layers = 1;
+    dense.shared = 2;
+    check_moe(dense);
+}
+
+TEST_CASE("tensor and sequence parallelism around the experts reproduce the reference", "[cpu_executor][moe]") {
+    // The expert group is the tensor group: each tensor rank routes its own b*s/t tokens.
+    MoeCase m{Case{2, 1, 1, Schedule::OneFOneB, Recompute::None, true}};
+    m.ep = 2;
+    m.shared = 1;
+    check_moe(m);
+    m.ep = 1;
+    m.etp = 2;
+    check_moe(m);
+}
+
+TEST_CASE("expert gradients are reduced over the expert-data group", "[cpu_executor][moe]") {
+    // d = 4, ep = 2: the data group has 4 replicas, the expert-data group 2.
+    check_moe(expert_parallel(2, 4));
+    MoeCase zero = expert_parallel(2, 4);
+    zero.base.zero = 1;  // reduce-scatter and gather of the experts' shards over the expert-data group
+    check_moe(zero);
+    MoeCase with_tp{Case{2, 1, 2, Schedule::OneFOneB, Recompute::None, true}};
+    with_tp.ep = 2;  // expert group = tensor group; expert-data group = data group
+    with_tp.shared = 1;
+    check_moe(with_tp);
+}
+
+TEST_CASE("pipelined and recomputed expert layers reproduce the reference", "[cpu_executor][moe]") {
+    MoeCase pipelined{Case{1, 2, 2}};
+    pipelined.ep = 2;
+    pipelined.dense_layers = 1;
+    check_moe(pipelined);
+    MoeCase interleaved{Case{1, 2, 2, Schedule::Interleaved}};
+    interleaved.base.v = 2;
+    interleaved.ep = 2;
+    interleaved.shared = 1;
+    check_moe(interleaved);
+    for (Recompute policy : {Recompute::Full, Recompute::Selective, Recompute::StageAware}) {
+        MoeCase recomputed = expert_parallel(2, 2);
+        recomputed.base.recompute = policy;
+        recomputed.shared = 1;
+        check_moe(recomputed);
+    }
+}
+
+TEST_CASE("context parallelism around the experts reproduces the reference", "[cpu_executor][moe]") {
+    // Each context rank routes its s/c positions of every sequence; the expert group spans the
+    // context group (ring) or the two replicas of a context rank (all-gather, d = 2).
+    MoeCase ring{context(2, ContextMode::Ring)};
+    ring.ep = 2;
+    ring.shared = 1;
+    check_moe(ring);
+    MoeCase gather{context(2, ContextMode::AllGather, 1, 1, 2)};
+    gather.ep = 2;
+    gather.etp = 2;
+    check_moe(gather);
+}
+
+TEST_CASE("the check fails when an expert exchange is missing", "[cpu_executor][moe]") {
+    // ep = 2, etp = 2 over d = 4 replicas: expert-data groups of 1; edp case below.
+    MoeCase m{Case{1, 1, 4}};
+    m.ep = 2;
+    m.etp = 2;
+    for (const char* label : {"F.ep.alltoall_dispatch", "F.ep.alltoall_combine", "F.etp.allgather", "F.etp.reducescatter",
+                              "B.ep.alltoall_dispatch", "B.ep.alltoall_combine", "B.etp.allgather", "B.etp.reducescatter"}) {
+        TaggedProgram tp = build(moe_scenario(m));
+        erase_op(tp, 0, first_op(tp, 0, label, true));
+        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        INFO("without " << label << ": " << o.run.error << " worst gradient " << o.agreement.worst << " "
+                        << o.agreement.grads);
+        CHECK((!o.run.ok() || o.agreement.worst_of() > 1e-2));
+        CHECK(o.run.error.find("deadlock") == std::string::npos);
+    }
+}
+
+TEST_CASE("the check fails without the expert-data reduction", "[cpu_executor][moe]") {
+    for (int zero : {0, 1}) {
+        MoeCase m = expert_parallel(2, 4);
+        m.base.zero = zero;
+        TaggedProgram tp = build(moe_scenario(m));
+        erase_op(tp, 0, first_edge_op(tp, 0, zero ? "edp.reducescatter" : "edp.allreduce"));
+        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        INFO("zero " << zero << ": " << o.run.error);
+        REQUIRE_FALSE(o.run.ok());
+        CHECK(o.run.error.find("expert-data") != std::string::npos);
+    }
+    // ZeRO-1 without the gather of the updated expert shards: replica 0 keeps stale experts.
+    MoeCase m = expert_parallel(2, 4);
+    m.base.zero = 1;
+    TaggedProgram tp = build(moe_scenario(m));
+    erase_op(tp, 0, first_edge_op(tp, 0, "edp.allgather"));
+    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    INFO(o.run.error);
+    REQUIRE(o.run.ok());
+    CHECK(o.agreement.weights > 1e-3);
+}
+
+TEST_CASE("the check fails without the all-reduce of the router's row-partial gradient", "[cpu_executor][moe]") {
+    // Under sequence parallelism each tensor rank routes its own tokens: its router gradient is a
+    // partial sum over them, completed by tp.grad_allreduce with the LayerNorms'.
+    MoeCase m{Case{2, 1, 1, Schedule::OneFOneB, Recompute::None, true}};
+    m.ep = 2;
+    TaggedProgram tp = build(moe_scenario(m));
+    erase_op(tp, 0, first_edge_op(tp, 0, "tp.grad_allreduce"));
+    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    INFO(o.run.error);
+    REQUIRE(o.run.ok());
+    INFO("worst gradient: " << o.agreement.worst);
+    CHECK(o.agreement.grads > 1e-2);
+}
+
+TEST_CASE("the check fails when an expert layer's recomputation is missing", "[cpu_executor][moe]") {
+    // Under full recomputation the forward keeps no routing weights: without the recomputed
+    // top-k the un-permutation has none to weight the experts' outputs with.
+    MoeCase m = expert_parallel(2, 2);
+    m.base.recompute = Recompute::Full;
+    TaggedProgram tp = build(moe_scenario(m));
+    erase_op(tp, 0, first_op(tp, 0, "R.moe.router_topk", true));
+    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    REQUIRE_FALSE(o.run.ok());
+    INFO(o.run.error);
+    CHECK(o.run.error.find("needs RouteWeights") != std::string::npos);
+}
