@@ -119,6 +119,35 @@ void emit_head_backward(OpEmitter& e, const LayerContext& c) {
     final_norm_statistics(e, c, Phase::Backward, e.compute(ln));
 }
 
+namespace {
+// The module's [b*s, 2h] x [2h, h] projection and what its forward keeps: the two norms' inputs
+// and the projection's input, each b*s x h per half.
+sim::GemmShape mtp_projection(const LayerContext& c) { return {c.dims.tokens(), c.dims.h, 2 * c.dims.h, 1}; }
+double mtp_kept_bytes(const LayerContext& c) { return 4.0 * c.dims.act_bytes * c.bsh(); }
+}  // namespace
+
+void emit_mtp_input_forward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    const double a = c.dims.act_bytes;
+    e.compute(memory_op(OpKind::Embedding, l.mtp_embed_f, 2.0 * a * c.bsh(), OpCategory::Compute));
+    sim::Op norms = memory_op(OpKind::LayerNorm, l.mtp_norm_f, 2.0 * 2.0 * a * c.bsh(), OpCategory::Compute);
+    norms.memory_alloc = Bytes(mtp_kept_bytes(c));
+    e.compute(norms);
+    e.compute(gemm_op(l.mtp_proj_f, mtp_projection(c), OpCategory::Compute, a));
+}
+
+void emit_mtp_input_backward(OpEmitter& e, const LayerContext& c) {
+    const Labels& l = *c.labels;
+    const double a = c.dims.act_bytes;
+    const sim::GemmShape g = mtp_projection(c);
+    e.compute(gemm_op(l.mtp_proj_dgrad, input_grad_shape(g), OpCategory::Compute, a));
+    e.compute(gemm_op(l.mtp_proj_wgrad, weight_grad_shape(g), OpCategory::Compute, a));
+    sim::Op norms = memory_op(OpKind::LayerNorm, l.mtp_norm_b, 2.0 * 4.0 * a * c.bsh(), OpCategory::Compute);
+    norms.memory_free = Bytes(mtp_kept_bytes(c));
+    e.compute(norms);
+    e.compute(memory_op(OpKind::Embedding, l.mtp_embed_b, 2.0 * a * c.bsh(), OpCategory::Compute));
+}
+
 std::uint32_t emit_tied_embedding_grad_sync(OpEmitter& e, const Labels& labels, double bytes,
                                             const std::vector<std::uint32_t>& after) {
     std::vector<std::uint32_t> deps;

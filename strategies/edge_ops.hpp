@@ -15,6 +15,14 @@ void emit_embedding_forward(OpEmitter& e, const LayerContext& c);
 void emit_embedding_backward(OpEmitter& e, const LayerContext& c);
 void emit_head_forward(OpEmitter& e, const LayerContext& c);
 void emit_head_backward(OpEmitter& e, const LayerContext& c);
+// The input of a multi-token prediction module (ModelSpec::mtp_layers; tensor 1): the shifted
+// tokens' embedding rows looked up, both inputs (those rows and the previous depth's hidden
+// state) RMS-normalised, their concatenation projected 2h -> h; it keeps the norms' inputs and
+// the projection's input for the backward. The module's layer and the head follow as the model's.
+void emit_mtp_input_forward(OpEmitter& e, const LayerContext& c);
+// Its backward after the module's layer: the projection's input and weight gradients, the norms'
+// backward (releasing what the forward kept) and the embedding rows' gradient scattered.
+void emit_mtp_input_backward(OpEmitter& e, const LayerContext& c);
 
 // A tied word embedding with p > 1 (GPT): Megatron-LM keeps a copy on the last stage, and after
 // the backward and the data-parallel gradient reduction its finalize_model_grads

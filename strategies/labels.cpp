@@ -129,6 +129,13 @@ Labels intern_labels(sim::Program& p) {
         l.mla[2][i] = p.intern(gemm ? "B." + n + ".dgrad" : "B." + n);
         l.mla_wgrad[i] = gemm ? p.intern("B." + n + ".wgrad") : l.mla[2][i];
     }
+    l.mtp_embed_f = p.intern("F.mtp.embed");
+    l.mtp_norm_f = p.intern("F.mtp.norms");
+    l.mtp_proj_f = p.intern("F.mtp.proj");
+    l.mtp_embed_b = p.intern("B.mtp.embed");
+    l.mtp_norm_b = p.intern("B.mtp.norms");
+    l.mtp_proj_dgrad = p.intern("B.mtp.proj.dgrad");
+    l.mtp_proj_wgrad = p.intern("B.mtp.proj.wgrad");
     return l;
 }
 

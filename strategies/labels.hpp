@@ -87,6 +87,10 @@ struct Labels {
     // tensor-parallel collectives' labels.
     std::array<std::array<std::uint32_t, kMlaOpCount>, 3> mla{};
     std::array<std::uint32_t, kMlaOpCount> mla_wgrad{};
+    // Multi-token prediction (edge_ops.hpp): the shifted tokens' embedding lookup, the two input
+    // RMSNorms, the projection of their concatenation; forward and backward.
+    std::uint32_t mtp_embed_f = 0, mtp_norm_f = 0, mtp_proj_f = 0;
+    std::uint32_t mtp_embed_b = 0, mtp_norm_b = 0, mtp_proj_dgrad = 0, mtp_proj_wgrad = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

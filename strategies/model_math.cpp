@@ -101,12 +101,21 @@ double head_parameter_count(const ModelSpec& m) {
     return 2.0 * h;                                             // LayerNorm; output tied
 }
 
+LayerParameters mtp_parameters(const ModelSpec& m, int t, int ep, int etp) {
+    if (m.mtp_layers <= 0) return {};
+    const LayerParameters layer = layer_parameters(m, m.layers - 1, t, ep, etp);
+    const double h = m.hidden;
+    const double own = 2.0 * h * h / t + 3.0 * h;  // projection; two input norms and a final norm
+    return {m.mtp_layers * (layer.dense + own), m.mtp_layers * layer.expert};
+}
+
 double parameter_count(const ModelSpec& m) {
     double layers = 0.0;
     if (!m.moe()) layers = m.layers * layer_parameter_count(m);
     else
         for (int i = 0; i < m.layers; ++i) layers += layer_parameters(m, i, 1).total();
-    return layers + embedding_parameter_count(m) + head_parameter_count(m);
+    const double total = layers + embedding_parameter_count(m) + head_parameter_count(m);
+    return m.mtp_layers > 0 ? total + mtp_parameters(m, 1).total() : total;
 }
 
 double layer_forward_flops(const ModelSpec& m, double sequences) {
@@ -135,10 +144,22 @@ double logits_forward_flops(const ModelSpec& m, double sequences) {
     return gemm_flops(logits_gemm(whole_model_dims(m, sequences)));
 }
 
+namespace {
+// Forward FLOPs of the multi-token prediction modules: each its projection (2h -> h), a layer like
+// the last and a second pass of the output head.
+double mtp_forward_flops(const ModelSpec& m, double sequences) {
+    const double tokens = sequences * m.seq_len, h = m.hidden;
+    const double module = 2.0 * tokens * 2.0 * h * h + layer_forward_flops(m, sequences, m.layers - 1) +
+                          logits_forward_flops(m, sequences);
+    return m.mtp_layers * module;
+}
+}  // namespace
+
 double model_flops_per_iteration(const ModelSpec& m, int global_batch) {
     // Backward runs two GEMMs (input and weight gradient) per forward GEMM, each with the
     // forward's FLOPs, so forward + backward = 3x forward.
-    return 3.0 * (layers_forward_flops(m, global_batch) + logits_forward_flops(m, global_batch));
+    const double model = 3.0 * (layers_forward_flops(m, global_batch) + logits_forward_flops(m, global_batch));
+    return m.mtp_layers > 0 ? model + 3.0 * mtp_forward_flops(m, global_batch) : model;
 }
 
 double megatron_model_flops(const ModelSpec& m, int global_batch) {

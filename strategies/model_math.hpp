@@ -32,7 +32,13 @@ double embedding_parameter_count(const ModelSpec& m);
 // Output side: final norm, plus the untied output matrix V*h for Llama (GPT ties it to the
 // input embedding; Megatron keeps a copy on the last stage when p > 1, see program memory).
 double head_parameter_count(const ModelSpec& m);
-// Whole model: layers * layer + embedding + head. GPT: 12*l*h^2 + 13*l*h + (V + s)*h + 2h
+// The multi-token prediction modules (ModelSpec::mtp_layers) of one rank of the last stage: per
+// module a layer like the model's last (its dense and expert parts as layer_parameters), the
+// projection 2h x h and three RMSNorm scales (the two inputs' and the module's final norm). The
+// module shares the embedding and the output head (the embedding's copy on the last stage is
+// tied_embedding_copy_per_rank).
+LayerParameters mtp_parameters(const ModelSpec& m, int t, int ep = 1, int etp = 1);
+// Whole model: layers * layer + embedding + head (+ the multi-token prediction modules). GPT: 12*l*h^2 + 13*l*h + (V + s)*h + 2h
 // (Narayanan et al. 2021, eq. for P); gpt3-175b gives 174.6e9.
 double parameter_count(const ModelSpec& m);
 

@@ -227,6 +227,24 @@ void check_latent_attention(const Checker& c, const Scenario& sc) {
               "heads); allowed: 1");
 }
 
+// Multi-token prediction (ModelSpec::mtp_layers) as modelled: on the last stage of a pipeline
+// without tensor parallelism (the projection's split and collectives are not modelled).
+void check_multi_token_prediction(const Checker& c, const Scenario& sc) {
+    const ModelSpec& m = sc.model;
+    const ParallelPlan& p = sc.parallel;
+    c.require(m.mtp_layers >= 0, "model.mtp_layers", "must be at least 0");
+    if (m.mtp_layers == 0) return;
+    c.require(p.tensor == 1, "parallel.tensor",
+              "multi-token prediction (model.mtp_layers) is modelled without tensor parallelism (its projection's "
+              "split is not); allowed: 1");
+    c.require(p.zero_stage != 3, "parallel.zero_stage",
+              "multi-token prediction with ZeRO-3 is not modelled (its modules as units to gather); allowed: 0, 1, 2");
+    c.require(!splits_backward(p.schedule), "parallel.schedule",
+              to_string(p.schedule) + " splits the backward, which is not modelled with multi-token prediction");
+    c.require(p.overlap_chunks <= 1, "parallel.overlap_chunks",
+              "multi-token prediction runs whole micro-batches; allowed: 1");
+}
+
 // Mixture of experts with expert parallelism as Megatron-Core runs it (its alltoall token
 // dispatcher): the expert layers regroup the t*c*d ranks of a stage as etp x ep x expert-data.
 void check_experts(const Checker& c, const Scenario& sc, int replicas) {
@@ -339,6 +357,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     check_context(c, sc);
     check_tensor(c, sc);
     check_latent_attention(c, sc);
+    check_multi_token_prediction(c, sc);
     check_experts(c, sc, replicas);
     const TensorMesh mesh = check_tensor_mode(sc, builtin);
     const TrainingSpec& tr = sc.training;

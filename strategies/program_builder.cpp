@@ -102,6 +102,11 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     }
     p.embedding_params = stage == 0 ? embedding_parameters_per_rank(m, l.tensor) : 0.0;
     p.head_params = stage == l.head_stage() ? head_parameters_per_rank(m, l.tensor, l.tied_pipeline()) : 0.0;
+    if (stage == l.head_stage() && m.mtp_layers > 0) {
+        p.mtp_layers = m.mtp_layers;
+        p.last_layer = m.layers - 1;
+        p.mtp_expert_params = mtp_parameters(m, l.tensor, l.expert, l.expert_tensor).expert;
+    }
     const bool ends = stage == 0 || stage == l.head_stage();
     p.tied_embedding_params = ends ? tied_embedding_copy_per_rank(m, l.tensor, l.tied_pipeline()) : 0.0;
     p.grad_bytes_per_param = state.grad;
@@ -187,7 +192,9 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
                           int threads) {
     sim::Program program;
     const Labels labels = intern_labels(program);
-    build_groups(program, l, labels, !sc.model.swiglu, fully_sharded(sc.parallel.zero_stage, l));
+    // The embedding's copy on the last stage (GPT's tied output matrix, or multi-token prediction's
+    // lookups) all-reduces its gradient with the first stage's.
+    build_groups(program, l, labels, !sc.model.swiglu || sc.model.mtp_layers > 0, fully_sharded(sc.parallel.zero_stage, l));
     const LayerContext layer = base_layer(sc, l, labels);
     const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));

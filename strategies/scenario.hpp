@@ -98,6 +98,12 @@ struct ModelSpec {
     // Tokens the busiest expert receives over the mean (1: balanced routing, as the published
     // MoE benchmarks force); the expert GEMMs of every rank run at the busiest's rows.
     double moe_load_imbalance = 1.0;
+    // Multi-token prediction (DeepSeek-V3 §2.2; Megatron-Core's mtp_num_layers): after the last
+    // layer, `mtp_layers` sequential modules each predict one token further, on the last pipeline
+    // stage: the input embedding of the shifted tokens and the previous depth's hidden state, each
+    // RMS-normalised, concatenated and projected (2h -> h), one transformer layer like the model's
+    // last, the shared output head and a second cross-entropy.
+    int mtp_layers = 0;
 
     int kv_heads_or_default() const { return mla() ? heads : (kv_heads > 0 ? kv_heads : heads); }
     // The width of a query (and key) head: under mla its non-rotary and rotary parts.

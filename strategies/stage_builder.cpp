@@ -284,7 +284,13 @@ private:
         at_layer(st, -1);
         if (last) {
             gathers.before(OpTag::kHeadUnit);
-            return emit_head_forward(e_, plan_.layer);
+            emit_head_forward(e_, plan_.layer);
+            for (int k = 0; k < plan_.mtp_layers; ++k) {  // each depth from the previous one's hidden state
+                emit_mtp_input_forward(e_, plan_.layer);
+                emit_layer(LayerPass::Forward, of_layer(plain_, plan_.last_layer));
+                emit_head_forward(e_, plan_.layer);
+            }
+            return;
         }
         const Peer to = output_to(st.chunk);
         if (to == Peer::None) return;
@@ -375,8 +381,13 @@ private:
         UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
         if (last) {
             gathers.before(OpTag::kHeadUnit);
+            for (int k = 0; k < plan_.mtp_layers; ++k) {  // the deepest module first
+                emit_head_backward(e_, plan_.layer);
+                emit_layer(LayerPass::Backward, of_layer(plain_, plan_.last_layer));
+                emit_mtp_input_backward(e_, plan_.layer);
+            }
             emit_head_backward(e_, plan_.layer);
-            done(OpTag::kHeadUnit, plan_.head_params);
+            done(OpTag::kHeadUnit, plan_.head_params, plan_.mtp_expert_params);
         }
         for (int i = n - 1; i >= 0; --i) {  // the last layer back-propagates first
             const int unit = l_.first_layer_of(plan_.stage, chunk) + i;
@@ -429,6 +440,7 @@ private:
         double p = 0.0;
         for (int c = 0; c < l_.virtual_stages; ++c)
             for (int i = 0; i < l_.layers_of(plan_.stage, c); ++i) p += expert_params(global_layer(c, i));
+        if (plan_.stage == l_.head_stage()) p += plan_.mtp_expert_params;
         return p;
     }
     bool expert_data_parallel() const { return plan_.layer.dims.moe && l_.expert_data() > 1; }

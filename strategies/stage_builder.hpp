@@ -41,7 +41,13 @@ struct StagePlan {
     double dense_layer_params = 0.0;
     double expert_params = 0.0;
     double embedding_params = 0.0;      // per rank, first chunk of stage 0
-    double head_params = 0.0;           // per rank, last chunk of the last stage
+    double head_params = 0.0;           // per rank, last chunk of the last stage (with the MTP modules' dense part)
+    // Multi-token prediction (ModelSpec::mtp_layers) after the head's first pass on the last
+    // stage: each module's layer runs as global layer last_layer (the model's last); its routed
+    // experts hold mtp_expert_params per rank.
+    int mtp_layers = 0;
+    int last_layer = 0;
+    double mtp_expert_params = 0.0;
     // Tied word embedding (GPT, p > 1), per rank on the first and the last stage (0 elsewhere):
     // its gradient is all-reduced between the two (edge_ops.hpp) at grad_bytes_per_param, the
     // width the data-parallel reduction moves it at (Megatron all-reduces the same main_grad).

@@ -50,13 +50,20 @@ double embedding_parameters_per_rank(const ModelSpec& m, int t) {
 
 double tied_embedding_copy_per_rank(const ModelSpec& m, int t, int pipeline) {
     const double vh = static_cast<double>(m.vocab) * m.hidden;
-    return !m.swiglu && pipeline > 1 ? vh / t : 0.0;
+    // GPT's output matrix is the input embedding; multi-token prediction looks the shifted tokens
+    // up in it on the last stage.
+    return (!m.swiglu || m.mtp_layers > 0) && pipeline > 1 ? vh / t : 0.0;
 }
 
 double head_parameters_per_rank(const ModelSpec& m, int t, int pipeline) {
     const double vh = static_cast<double>(m.vocab) * m.hidden;
     const double output_matrix = m.swiglu ? vh / t : tied_embedding_copy_per_rank(m, t, pipeline);  // untied, or the tied copy
-    return (head_parameter_count(m) - (m.swiglu ? vh : 0.0)) + output_matrix;
+    const double head = (head_parameter_count(m) - (m.swiglu ? vh : 0.0)) + output_matrix;
+    if (m.mtp_layers <= 0) return head;
+    // Multi-token prediction: its modules, and the embedding's copy its lookups read (GPT's tied
+    // copy is the output matrix already).
+    const double lookup_copy = m.swiglu ? tied_embedding_copy_per_rank(m, t, pipeline) : 0.0;
+    return head + lookup_copy + mtp_parameters(m, t).dense;
 }
 
 double layer_parameters_per_device(const ModelSpec& m, const std::array<int, 3>& mesh) {
@@ -98,7 +105,10 @@ StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int s
         }
     }
     if (stage == 0) p.dense += embedding_parameters_per_rank(m, l.tensor);
-    if (stage == l.pipeline - 1) p.dense += head_parameters_per_rank(m, l.tensor, l.pipeline);
+    if (stage == l.pipeline - 1) {
+        p.dense += head_parameters_per_rank(m, l.tensor, l.pipeline);
+        p.expert += mtp_parameters(m, l.tensor, l.expert, l.expert_tensor).expert;
+    }
     return p;
 }
 

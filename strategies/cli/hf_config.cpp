@@ -211,22 +211,13 @@ void read_latent_attention(const ConfigReader& r, ModelSpec& m, Read read) {
     m.head_dim = 0;
 }
 
-// A structure cuboid has no model keys for: when `trigger` says the config uses it, every field of
-// `fields` the config gives is named as not mapped.
-struct Unmodelled {
-    std::string_view what;                     // "multi-head latent attention (DeepSeek MLA)"
-    std::vector<std::string_view> triggers;    // any of them > 1 (experts) or given (ranks) means in use
-    int trigger_above;                         // the trigger's value must exceed this
-    std::vector<std::string_view> fields;      // the structure's fields, triggers first
-    std::string_view why;
-};
-
-const std::vector<Unmodelled>& unmodelled() {
-    static const std::vector<Unmodelled> all{
-        {"multi-token prediction layers", {"num_nextn_predict_layers"}, 0, {"num_nextn_predict_layers"},
-         "cuboid models one next-token output"},
-    };
-    return all;
+// DeepSeek-V3's multi-token prediction modules.
+template <class Read>
+void read_multi_token_prediction(const ConfigReader& r, ModelSpec& m, Read read) {
+    if (const auto mtp = r.optional_int("num_nextn_predict_layers", 0)) {
+        m.mtp_layers = *mtp;
+        read("num_nextn_predict_layers", "model.mtp_layers");
+    }
 }
 
 // Refuses what would change the FLOPs or the memory in a way cuboid does not model, naming every
@@ -234,20 +225,6 @@ const std::vector<Unmodelled>& unmodelled() {
 void refuse_unmodelled(const ConfigReader& r, const ModelSpec& m, const ModelImport& record) {
     std::vector<std::string> parts;
     std::string first;
-    for (const Unmodelled& u : unmodelled()) {
-        const bool in_use = std::any_of(u.triggers.begin(), u.triggers.end(), [&](std::string_view t) {
-            const auto n = r.optional_int(t, 0);
-            return n && *n > u.trigger_above;
-        });
-        if (!in_use) continue;
-        std::vector<std::string> named;
-        for (const std::string_view field : u.fields)
-            if (const json* v = r.get(field)) {
-                named.push_back(fmt::format("{} = {}", field, shown(*v)));
-                if (first.empty()) first = field;
-            }
-        parts.push_back(fmt::format("{}: {} ({})", u.what, join(named), u.why));
-    }
     const auto refuse = [&](std::string_view field, std::string why) {
         parts.push_back(std::move(why));
         if (first.empty()) first = field;
@@ -363,6 +340,7 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file) 
 
     read_experts(r, m, read);
     read_latent_attention(r, m, read);
+    read_multi_token_prediction(r, m, read);
     if (m.mla())  // its key/value heads and head size are the latent widths, not these keys
         std::erase_if(record.fields_read, [](const auto& f) { return f.second == "model.kv_heads" || f.second == "model.head_dim"; });
     refuse_unmodelled(r, m, record);

@@ -212,6 +212,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "(DeepSeek-V2/V3's multi-head latent attention: low-rank latents of Q and K/V, sized by model.q_lora_rank, "
      "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)",
      set_attention_kind},
+    {"model.mtp_layers", "integer", "", "0", ">= 0",
+     "multi-token prediction modules after the last layer (DeepSeek-V3: 1), each a projection, one layer like the "
+     "last and a second pass of the output head, on the last pipeline stage",
+     [](Scenario& s, V v, W w, C) { s.model.mtp_layers = int_at_least(v, w, 0); }},
     {"model.q_lora_rank", "integer", "", "none (required by mla)", ">= 1",
      "mla: width of the query latent that the hidden state is projected down to (DeepSeek-V3: 1536)",
      [](Scenario& s, V v, W w, C) { s.model.q_lora_rank = int_at_least(v, w, 1); }},

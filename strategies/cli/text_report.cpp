@@ -56,9 +56,12 @@ void write_setup(std::ostream& out, const Scenario& s) {
     const hw::ClusterSpec& c = s.cluster;
     const ParallelPlan& p = s.parallel;
     fmt::print(out, "scenario  {}{}\n", s.name, s.source_file.empty() ? "" : " (" + s.source_file + ")");
-    fmt::print(out, "model     {}{} layers, hidden {}, {}, ffn {}, seq {}, vocab {}{}\n",
+    const std::string mtp = m.mtp_layers > 0 ? fmt::format(", {} multi-token prediction module{}", m.mtp_layers,
+                                                             m.mtp_layers > 1 ? "s" : "")
+                                             : "";
+    fmt::print(out, "model     {}{} layers, hidden {}, {}, ffn {}, seq {}, vocab {}{}{}\n",
                model_origin(m), m.layers, m.hidden, heads_text(m),
-               m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "");
+               m.ffn_or_default(), m.seq_len, m.vocab, m.swiglu ? ", swiglu" : "", mtp);
     if (m.moe())
         fmt::print(out, "experts   {} routed experts, top-{}, expert ffn {}{}{}, load imbalance {}\n", m.experts, m.top_k(),
                    m.expert_ffn_or_default(),

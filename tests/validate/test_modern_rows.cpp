@@ -88,7 +88,7 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
         CHECK_FALSE(needs("context parallelism"));  // modelled: parallel.context
         CHECK_FALSE(needs("mixture of experts"));  // modelled: model.experts, parallel.expert
         CHECK_FALSE(needs("latent attention"));  // modelled: model.attention_kind: mla
-        if (Catch::Contains("w/ MTP").match(t.text(r, "model"))) CHECK(needs("multi-token prediction"));
+        CHECK_FALSE(needs("multi-token prediction"));  // modelled: model.mtp_layers
         CHECK_FALSE(needs("MXFP8"));  // modelled: training.fp8_recipe
         if (!job.needs.empty()) continue;
         // Transformer Engine's recipe as the row states it (plain fp8: the base scenario's).
@@ -117,6 +117,8 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
             CHECK(has(job.sets, "model.v_head_dim=128"));
             CHECK(has(job.sets, "model.dense_layers=3"));
         }
+        const bool mtp = Catch::Contains("w/ MTP").match(t.text(r, "model"));
+        CHECK(has(job.sets, "model.mtp_layers=1") == mtp);
         // A mixture of experts: its experts and the row's expert degrees.
         if (t.text(r, "moe") == "yes") {
             CHECK(has(job.sets, "model.experts=" + t.text(r, "experts")));

@@ -9,6 +9,7 @@ GptDims GptDims::of(const ModelSpec& m) {
     if (m.swiglu || m.mla() || m.kv_heads_or_default() != m.heads || m.attention_width_differs())
         throw std::invalid_argument(
             "CPU executor: GPT style models only (no SwiGLU, no grouped-query or latent attention, heads x head_dim = hidden)");
+    if (m.mtp_layers > 0) throw std::invalid_argument("CPU executor: no multi-token prediction (model.mtp_layers)");
     GptDims d{m.layers, m.hidden, m.heads, m.ffn_or_default(), m.seq_len, m.vocab};
     if (m.moe()) {
         d.experts = m.experts;

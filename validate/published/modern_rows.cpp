@@ -98,8 +98,6 @@ std::vector<std::string> missing_features(const CsvTable& t, std::size_t r, cons
     if (!t.empty(r, "kv_heads") && !is_count(text("kv_heads")) && !latent_attention(text("kv_heads")))
         needs.push_back(fmt::format("kv_heads '{}' is neither a head count nor a multi-head latent attention shape",
                                     text("kv_heads")));
-    // DeepSeek-V3's multi-token prediction module (an extra layer and head per depth).
-    if (contains(text("model"), "w/ MTP")) needs.push_back("needs multi-token prediction (MTP), not modelled");
     if (catalog_gpu.empty()) {
         const std::string& gpu = text("gpu");
         needs.push_back(fmt::format("GPU {} not in the catalog{}", first_word(gpu), gpu.substr(first_word(gpu).size())));
@@ -194,6 +192,8 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
         sets.push_back(fmt::format("parallel.expert={}", count(t, r, "ep").value_or(1)));
         sets.push_back(fmt::format("parallel.expert_tensor={}", count(t, r, "etp").value_or(1)));
     }
+    // DeepSeek-V3's multi-token prediction: one module ("w/ MTP"; its config's num_nextn_predict_layers).
+    if (contains(text("model"), "w/ MTP")) sets.push_back("model.mtp_layers=1");
     // Blank: the base scenario's (not stated by the source).
     if (!t.empty(r, "recompute")) sets.push_back("parallel.recompute=" + first_word(text("recompute")));
     return sets;
