@@ -43,6 +43,9 @@ struct ClusterSpec {
     // GPUs per NVLink domain (rack-scale NVLink: GB200 NVL72's 18 trays of 4 GPUs on NVLink switches
     // are one domain of 72); absent: one node. A multiple of gpus_per_node that divides the GPUs.
     std::optional<int> scale_up_domain;
+    // Memory bandwidth of one node's host CPUs (GB/s, as a STREAM-like copy achieves it), shared by
+    // its GPUs' processes: what an optimizer step offloaded to the host runs at. Absent: unknown.
+    std::optional<double> host_memory_gb_per_s;
 
     // 64-bit: 65,536 nodes of 65,536 GPUs must read as 2^32 GPUs (and be refused), not wrap.
     std::int64_t gpus() const { return std::int64_t{nodes} * gpus_per_node; }

@@ -12,8 +12,27 @@
 
 namespace cuboid::hw {
 
-ComputeModel::ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile)
-    : gpu_(gpu), profile_(profile) {}
+ComputeModel::ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile, BytesPerSecond host_memory)
+    : gpu_(gpu), profile_(profile), host_memory_(host_memory) {}
+
+namespace {
+// Fractions of the host link's raw rate that pinned-memory copies achieve, measured on one H100
+// SXM over PCIe Gen5 x16 by cuboid-calibrate (hardware_models/profiles/h100-sxm-80gb-1gpu.yaml,
+// host_copies: device to host 55.2 GB/s, host to device 51.0 GB/s of 63), taken for every GPU's
+// host link.
+constexpr double kDeviceToHostEfficiency = 55.1998 / 63.0;
+constexpr double kHostToDeviceEfficiency = 50.9736 / 63.0;
+}  // namespace
+
+BytesPerSecond ComputeModel::host_rate(sim::OpKind kind) const {
+    if (kind == sim::OpKind::DeviceToHost) return gpu_.host_link_bandwidth * kDeviceToHostEfficiency;
+    if (kind == sim::OpKind::HostToDevice) return gpu_.host_link_bandwidth * kHostToDeviceEfficiency;
+    if (!(host_memory_.value > 0.0))
+        throw InputError({"", 0, "cluster.host_memory_gb_per_s"},
+                         "an optimizer step offloaded to the host needs the host memory bandwidth; give the node's "
+                         "(GB/s, what a STREAM copy achieves)");
+    return host_memory_;
+}
 
 static double padded_fraction(std::int64_t x, std::int64_t tile) {
     if (x <= 0) return 1.0;
@@ -62,6 +81,7 @@ FlopsPerSecond ComputeModel::attention_rate(const sim::Op& op) const {
 }
 
 BytesPerSecond ComputeModel::memory_rate(sim::OpKind kind, Bytes bytes) const {
+    if (sim::is_host_offload(kind)) return host_rate(kind);
     if (profile_)
         if (auto r = profile_->memory_rate(kind, bytes)) return *r;
     return gpu_.memory_bandwidth * gpu_.memory_efficiency.at(bytes.value);

@@ -42,7 +42,9 @@ inline constexpr std::int64_t kGemmTileK = 64;    // K slice per main-loop itera
 class ComputeModel {
 public:
     // `profile` may be null; both must outlive the model.
-    ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile);
+    // `host_memory`: the host memory bandwidth one GPU's process gets (the node's over its GPUs),
+    // zero when unknown (an offloaded optimizer step then cannot be priced).
+    ComputeModel(const GpuSpec& gpu, const HardwareProfile* profile, BytesPerSecond host_memory = BytesPerSecond(0.0));
 
     Time duration(const sim::Op& op) const;
     // Host time of a HostDispatch op (the profile's `host:` section; zero without one).
@@ -62,8 +64,12 @@ public:
 private:
     FlopsPerSecond checked_peak(sim::Precision p) const;
 
+    // The rate of an optimizer offload's copy over the host link or of its host Adam.
+    BytesPerSecond host_rate(sim::OpKind kind) const;
+
     const GpuSpec& gpu_;
     const HardwareProfile* profile_;
+    BytesPerSecond host_memory_;
 };
 
 // Prices each distinct op once: the ops of one op list repeat the same few dozen shapes (every

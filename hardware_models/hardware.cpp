@@ -29,7 +29,9 @@ struct Hardware::State {
           gpu(catalog.gpu(s.gpu)),
           profile(std::move(p)),
           topology(Topology::build(TopologyParams::resolve(s, gpu, catalog))),
-          compute(gpu, profile ? &*profile : nullptr),
+          compute(gpu, profile ? &*profile : nullptr,
+                  s.host_memory_gb_per_s ? gigabytes_per_second(*s.host_memory_gb_per_s / s.gpus_per_node)
+                                         : BytesPerSecond(0.0)),
           collectives(topology, CollectiveCosts::resolve(s, catalog), profile ? &*profile : nullptr) {}
 };
 

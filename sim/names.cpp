@@ -25,6 +25,9 @@ std::string_view op_kind_name(OpKind kind) {
         case OpKind::Send: return "send";
         case OpKind::Recv: return "recv";
         case OpKind::RingExchange: return "ring_exchange";
+        case OpKind::DeviceToHost: return "device_to_host";
+        case OpKind::HostOptimizer: return "host_optimizer";
+        case OpKind::HostToDevice: return "host_to_device";
     }
     return "unknown";
 }

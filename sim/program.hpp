@@ -51,9 +51,17 @@ enum class OpKind : std::uint8_t {
     // much from the previous one, all at once (a neighbour exchange: NCCL send/recv in one group
     // call). Last, so that the kinds before it keep their values.
     RingExchange,
+    // The optimizer step offloaded to the host (training.optimizer_offload), on the compute stream
+    // after the new kinds above so that those keep their values: the gradient shard copied to
+    // host memory over the GPU's host link, Adam run by the CPU over host memory (priced by the
+    // bytes it moves), the updated 16-bit weights copied back.
+    DeviceToHost,
+    HostOptimizer,
+    HostToDevice,
 };
 
-inline constexpr bool is_communication(OpKind k) { return k >= OpKind::AllReduce; }
+inline constexpr bool is_communication(OpKind k) { return k >= OpKind::AllReduce && k <= OpKind::RingExchange; }
+inline constexpr bool is_host_offload(OpKind k) { return k >= OpKind::DeviceToHost; }
 inline constexpr bool is_gemm(OpKind k) { return k == OpKind::Gemm || k == OpKind::BatchedGemm; }
 inline constexpr bool is_fused_attention(OpKind k) {
     return k == OpKind::FusedAttention || k == OpKind::FusedAttentionBackward;

@@ -136,6 +136,9 @@ Labels intern_labels(sim::Program& p) {
     l.mtp_norm_b = p.intern("B.mtp.norms");
     l.mtp_proj_dgrad = p.intern("B.mtp.proj.dgrad");
     l.mtp_proj_wgrad = p.intern("B.mtp.proj.wgrad");
+    l.offload_d2h = p.intern("offload.grads_to_host");
+    l.optimizer_host = p.intern("optimizer.host");
+    l.offload_h2d = p.intern("offload.weights_to_device");
     return l;
 }
 

@@ -91,6 +91,8 @@ struct Labels {
     // RMSNorms, the projection of their concatenation; forward and backward.
     std::uint32_t mtp_embed_f = 0, mtp_norm_f = 0, mtp_proj_f = 0;
     std::uint32_t mtp_embed_b = 0, mtp_norm_b = 0, mtp_proj_dgrad = 0, mtp_proj_wgrad = 0;
+    // The optimizer step on the host: the gradient shard's copy out, Adam, the weights' copy back.
+    std::uint32_t offload_d2h = 0, optimizer_host = 0, offload_h2d = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

@@ -343,6 +343,12 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     c.require(!sc.training.grad_precision || p == sim::Precision::Bf16 || p == sim::Precision::Fp8,
               "training.grad_precision",
               "chooses the gradients of bf16 or fp8 training (got training.precision " + precision_name(p) + ")");
+    c.require(!sc.training.optimizer_offload || sc.parallel.zero_stage >= 1, "training.optimizer_offload",
+              "needs the distributed optimizer (parallel.zero_stage >= 1), as Megatron-Core's CPU offload does");
+    c.require(!sc.training.optimizer_offload || sc.cluster.host_memory_gb_per_s.has_value(),
+              "cluster.host_memory_gb_per_s",
+              "missing: training.optimizer_offload runs Adam over host memory; give the node's host memory bandwidth "
+              "in GB/s (as a STREAM copy achieves it)");
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
     // The replicas of the weights in a stage: data x context (the gradient reduction's group).

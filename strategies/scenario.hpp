@@ -175,6 +175,11 @@ struct TrainingSpec {
     // buffer and the reduced bytes (Megatron-Core's grad_reduce_in_fp32 = False, PyTorch FSDP's
     // reduce_dtype = bf16).
     std::optional<sim::Precision> grad_precision;
+    // The optimizer step on the host (Megatron-Core's optimizer_cpu_offload with its offload
+    // fraction 1, DeepSpeed's ZeRO-Offload): the fp32 main weights and Adam moments live in host
+    // memory, the GPU copies each step's gradient shard to the host, the CPU runs Adam over host
+    // memory (cluster.host_memory_gb_per_s) and the updated 16-bit weights come back.
+    bool optimizer_offload = false;
     std::optional<double> tokens;         // tokens to train, for time to train
 };
 

@@ -501,8 +501,10 @@ private:
         if (plan_.precision == sim::Precision::Fp16)
             e_.compute(memory_op(OpKind::Elementwise, labels_.unscale, 2.0 * grads, OpCategory::Compute));
         e_.compute(memory_op(OpKind::Elementwise, labels_.grad_norm, grads, OpCategory::Compute));
-        const std::uint32_t opt = e_.compute(memory_op(OpKind::Optimizer, labels_.optimizer,
-                                                       shard * plan_.optimizer_bytes_per_param, OpCategory::Compute));
+        const std::uint32_t opt = plan_.optimizer_offload
+                                      ? offloaded_step(shard, grads)
+                                      : e_.compute(memory_op(OpKind::Optimizer, labels_.optimizer,
+                                                             shard * plan_.optimizer_bytes_per_param, OpCategory::Compute));
         if (plan_.zero_stage >= 1 && plan_.zero_stage < 3 && data_parallel())
             e_.comm(comm_op(OpKind::AllGather, labels_.dp_all_gather, params * plan_.weight_bytes_per_param,
                             sim::stream::kDataComm, slot::kData, OpCategory::DataComm),
@@ -515,6 +517,17 @@ private:
         const double zeroed = plan_.zero_stage == 3 ? shard : params + experts;
         e_.compute(memory_op(OpKind::Elementwise, labels_.zero_grad, zeroed * plan_.grad_bytes_per_param,
                              OpCategory::Compute));
+    }
+
+    // The step on the host (training.optimizer_offload), one after the other as the GPU waits: the
+    // gradient shard to host memory, Adam over the host's copy of the state (the bytes the GPU's
+    // step would move), the updated 16-bit weights back. Returns the last.
+    std::uint32_t offloaded_step(double shard, double grads) {
+        e_.compute(memory_op(OpKind::DeviceToHost, labels_.offload_d2h, grads, OpCategory::Compute));
+        e_.compute(memory_op(OpKind::HostOptimizer, labels_.optimizer_host, shard * plan_.optimizer_bytes_per_param,
+                             OpCategory::Compute));
+        return e_.compute(memory_op(OpKind::HostToDevice, labels_.offload_h2d, shard * plan_.weight_bytes_per_param,
+                                    OpCategory::Compute));
     }
 
     const StagePlan& plan_;

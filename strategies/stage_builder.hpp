@@ -54,7 +54,8 @@ struct StagePlan {
     double tied_embedding_params = 0.0;
     double grad_bytes_per_param = 4.0;
     double weight_bytes_per_param = 2.0;
-    double optimizer_bytes_per_param = 30.0;  // HBM traffic of the Adam step
+    double optimizer_bytes_per_param = 30.0;  // HBM traffic of the Adam step (host memory's when offloaded)
+    bool optimizer_offload = false;           // the step on the host (TrainingSpec::optimizer_offload)
     double bucket_params = 40e6;
     Bytes resident{0.0};
     std::vector<OpTag>* tags = nullptr;  // optional: one tag per op (layer, micro-batch, chunk)

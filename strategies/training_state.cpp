@@ -19,6 +19,7 @@ StateBytesPerParam state_bytes_per_param(sim::Precision p) {
 StateBytesPerParam state_bytes_per_param(const TrainingSpec& t) {
     StateBytesPerParam s = state_bytes_per_param(t.precision);
     if (t.grad_precision) s.grad = sim::bytes_per_element(*t.grad_precision);
+    if (t.optimizer_offload) s.optimizer = 0.0;  // main weights and moments in host memory
     return s;
 }
 

@@ -262,6 +262,13 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"cluster.intra_node_gbps", "number", "GB/s (1e9 bytes/s)", "from the GPU catalog", "1.25e-10 .. 1.25e5 (1 bit/s .. 1 Pbit/s)",
      "per GPU, one direction, scale-up bandwidth",
      [](Scenario& s, V v, W w, C) { s.cluster.intra_node_gbps = number_between(v, w, L::kMinGigabytesPerSecond, L::kMaxGigabytesPerSecond); }},
+    {"cluster.host_memory_gb_per_s", "number", "GB/s (1e9 bytes/s)", "none (needed by training.optimizer_offload)",
+     "1.25e-10 .. 1.25e5",
+     "memory bandwidth of one node's host CPUs as a STREAM copy achieves it, shared by its GPUs (DGX H100's two "
+     "Xeon 8480C have 16 channels of DDR5-4800: 614 GB/s peak)",
+     [](Scenario& s, V v, W w, C) {
+         s.cluster.host_memory_gb_per_s = number_between(v, w, L::kMinGigabytesPerSecond, L::kMaxGigabytesPerSecond);
+     }},
     {"cluster.inter_node.kind", "name", "", "infiniband", "infiniband | roce | ethernet", "network between nodes",
      [](Scenario& s, V v, W w, C) { s.cluster.inter_node = hw::parse_inter_node_kind(std::string(v), w); }},
     {"cluster.inter_node.nic_gbps", "number", "Gbit/s (1e9 bits/s)", "200 (gb200: 400; gb300: 800)", "1e-9 .. 1e6 (1 bit/s .. 1 Pbit/s)", "per NIC, one direction",
@@ -289,6 +296,11 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "the gradient buffer and its data-parallel reduction: bf16 halves both (Megatron-Core grad_reduce_in_fp32 off, "
      "PyTorch FSDP reduce_dtype bf16); bf16 or fp8 training only",
      set_grad_precision},
+    {"training.optimizer_offload", "boolean", "", "false", "true | false",
+     "the optimizer step on the host: main weights and Adam moments in host memory (off the GPU), the gradient "
+     "shard copied over the host link, Adam at cluster.host_memory_gb_per_s, the 16-bit weights copied back; "
+     "needs parallel.zero_stage >= 1",
+     [](Scenario& s, V v, W w, C) { s.training.optimizer_offload = parse_bool(v, w); }},
     {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
      "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
      "parallel.dp_overlap, parallel.tp_backward_overlap, training.transformer_engine (each key given in the "

@@ -96,10 +96,11 @@ void write_setup(std::ostream& out, const Scenario& s) {
     }
     const bool fp8 = s.training.precision == sim::Precision::Fp8;
     const auto& grads = s.training.grad_precision;
-    fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}{}{}\n", s.training.global_batch,
+    fmt::print(out, "training  global batch {} sequences, micro-batch {}, {}{}{}{}\n", s.training.global_batch,
                s.training.micro_batch, precision_name(s.training.precision),
                fp8 ? " (" + fp8_recipe_name(m.fp8_recipe) + " scaling)" : std::string(),
-               grads ? ", " + precision_name(*grads) + " gradients" : std::string());
+               grads ? ", " + precision_name(*grads) + " gradients" : std::string(),
+               s.training.optimizer_offload ? ", optimizer on the host" : "");
     fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",
                framework_name(s.stack.framework), attention_kernel_name(m.attention),
                m.attention_dropout ? " with dropout" : " without dropout", p.zero_stage, p.dp_overlap ? "on" : "off",

@@ -64,12 +64,12 @@ std::string entry_name(const YAML::Node& entry, const InputLocation& w) {
 
 constexpr const char* kClusterKeys[] = {"name", "gpu", "nodes", "gpus_per_node", "scale_up_domain", "intra_node", "intra_node_gbps",
                                         "inter_node", "profile", "gpu_hour_usd", "node_power_kw", "gpu_power_w",
-                                        "node_overhead_w", "gpu_purchase_usd"};
+                                        "node_overhead_w", "gpu_purchase_usd", "host_memory_gb_per_s"};
 constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
                                       "seq_len", "vocab", "swiglu", "experts", "experts_per_token",
                                       "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_load_imbalance",
                                       "attention_kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-                                      "qk_rope_head_dim", "v_head_dim",
+                                      "qk_rope_head_dim", "v_head_dim", "mtp_layers", "optimizer_offload",
                                       "attention", "attention_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
                                       "transformer_engine", "fp8_recipe", "grad_precision"};
@@ -178,7 +178,8 @@ StudyModel read_model(const YAML::Node& e, const std::string& key, const StudyRe
         if (std::find(std::begin(kModelKeys), std::end(kModelKeys), k) == std::end(kModelKeys))
             throw InputError(w, unknown_name_message("model key", k, words(kModelKeys)));
         const bool training = k == "tokens" || k == "global_batch" || k == "precision" || k == "framework" ||
-                              k == "transformer_engine" || k == "fp8_recipe" || k == "grad_precision";
+                              k == "transformer_engine" || k == "fp8_recipe" || k == "grad_precision" ||
+                              k == "optimizer_offload";
         r.set(m.settings, (training ? "training." : "model.") + k, it->second, w);
     }
     if (!m.settings.training.tokens)

@@ -160,6 +160,12 @@ RankPlan plan_rank(const sim::Program& program, std::uint32_t rank) {
 }  // namespace
 
 ExecutionPlan make_execution_plan(const sim::Program& program) {
+    // The host's Adam and its copies are priced, not run: the GPU executor has no host optimizer.
+    for (const sim::OpList& list : program.op_lists)
+        for (const sim::Op& op : list.ops)
+            if (sim::is_host_offload(op.kind))
+                throw std::invalid_argument("GPU validation does not run an optimizer offloaded to the host "
+                                            "(training.optimizer_offload); validate the plan without it");
     ExecutionPlan plan;
     for (const sim::OpList& list : program.op_lists) plan.lists.push_back(plan_list(program, list));
     for (std::uint32_t r = 0; r < program.ranks.size(); ++r) plan.ranks.push_back(plan_rank(program, r));

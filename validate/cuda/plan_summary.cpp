@@ -84,6 +84,9 @@ const char* op_kind_name(sim::OpKind kind) {
         case sim::OpKind::Send: return "send";
         case sim::OpKind::Recv: return "recv";
         case sim::OpKind::RingExchange: return "ring-exchange";
+        case sim::OpKind::DeviceToHost: return "device-to-host";
+        case sim::OpKind::HostOptimizer: return "host-optimizer";
+        case sim::OpKind::HostToDevice: return "host-to-device";
     }
     return "unknown";
 }
