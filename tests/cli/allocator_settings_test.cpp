@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <thread>
 
 #include "strategies/cli/allocator_settings.hpp"
 
@@ -31,6 +32,30 @@ TEST_CASE("after keep_freed_memory_for_reuse, blocks up to 32 MiB come from the 
     std::free(block);
     // Freed, it is kept: the heap still holds at least the block's size as free memory.
     CHECK(mallinfo2().fordblks >= kBlock);
+}
+
+TEST_CASE("after keep_freed_memory_for_reuse, a thread's emptied heap stays mapped", "[cli][allocator]") {
+    cuboid::cli::keep_freed_memory_for_reuse();
+    // A thread other than the main one allocates from an arena of its own, in 64 MiB heaps: three
+    // blocks of 24 MiB take two heaps, and freeing the third empties the second, which glibc
+    // would unmap without the top pad (the arena would shrink by the heap).
+    std::size_t held = 0;
+    std::size_t after_free = 0;
+    std::thread([&] {
+        constexpr std::size_t kBlock = 24U << 20;  // bytes
+        void* blocks[3] = {};
+        for (void*& b : blocks) {
+            b = std::malloc(kBlock);
+            if (b != nullptr) static_cast<char*>(b)[kBlock - 1] = 1;
+        }
+        held = mallinfo2().arena;
+        std::free(blocks[2]);
+        after_free = mallinfo2().arena;
+        std::free(blocks[1]);
+        std::free(blocks[0]);
+    }).join();
+    CHECK(held > 0);
+    CHECK(after_free >= held);
 }
 #else
 TEST_CASE("keep_freed_memory_for_reuse runs outside glibc's own malloc", "[cli][allocator]") {
