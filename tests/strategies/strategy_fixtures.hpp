@@ -96,6 +96,18 @@ inline std::string rejected_key(Scenario base, const std::function<void(Scenario
     return "";
 }
 
+// Every op list releases what its ops allocate (memory conservation over an iteration).
+inline void check_allocations_released(const sim::Program& p) {
+    for (const sim::OpList& list : p.op_lists) {
+        double alloc = 0.0, freed = 0.0;
+        for (const sim::Op& op : list.ops) {
+            alloc += op.memory_alloc.value;
+            freed += op.memory_free.value;
+        }
+        CHECK(alloc == Approx(freed).epsilon(1e-12));
+    }
+}
+
 // Two simulations of one program agree on everything a user sees: the makespan, the fingerprint,
 // and every rank's finish and breakdown.
 inline void check_same_outcome(const sim::SimResult& a, const sim::SimResult& b) {

@@ -69,14 +69,6 @@ double at(const std::map<std::string, double>& m, const std::string& key) {
     return it == m.end() ? 0.0 : it->second;
 }
 
-std::string where_refused(const Scenario& sc) {
-    try {
-        validate_plan(sc);
-    } catch (const InputError& e) {
-        return e.where().key;
-    }
-    return "";
-}
 
 }  // namespace
 
@@ -175,14 +167,7 @@ TEST_CASE("mla: every allocation is released, under every schedule and recompute
         if (schedule == Schedule::Interleaved) sc.parallel.virtual_stages = 2;
         INFO("schedule " << static_cast<int>(schedule) << " recompute " << static_cast<int>(recompute));
         const sim::Program prog = build_program(sc, validate_plan(sc));
-        for (const sim::OpList& list : prog.op_lists) {
-            double alloc = 0.0, freed = 0.0;
-            for (const sim::Op& op : list.ops) {
-                alloc += op.memory_alloc.value;
-                freed += op.memory_free.value;
-            }
-            CHECK(alloc == Approx(freed).epsilon(1e-12));
-        }
+        test::check_allocations_released(prog);
         const RunResult r = run_scenario(sc);
         CHECK(r.iteration_time_s > 0.0);
     }
@@ -202,30 +187,29 @@ TEST_CASE("mla: a wider latent costs time and memory; folding gives the full run
 }
 
 TEST_CASE("mla: checked at its keys") {
-    CHECK(where_refused(mla_plan(2, 1, 1)).empty());
-    Scenario missing = mla_plan(1, 1, 1);
-    missing.model.q_lora_rank = 0;
-    CHECK(where_refused(missing) == "model.q_lora_rank");
-    Scenario ungated = mla_plan(1, 1, 1);
-    ungated.model.swiglu = false;
-    CHECK(where_refused(ungated) == "model.swiglu");
-    Scenario two_d = mla_plan(4, 1, 1);
-    two_d.parallel.tensor_mode = TensorMode::TwoD;
-    two_d.model.attention = AttentionKernel::Unfused;  // the 2d program's attention
-    CHECK(where_refused(two_d) == "parallel.tensor_mode");
-    Scenario context = mla_plan(1, 1, 2);
-    context.parallel.context = 2;
-    context.parallel.data = 1;
-    CHECK(where_refused(context) == "parallel.context");
-    Scenario grouped = mla_plan(1, 1, 1);
-    grouped.model.kv_heads = 2;
-    grouped.key_lines["model.kv_heads"] = 3;
-    CHECK(where_refused(grouped) == "model.kv_heads");
-    grouped.model.kv_heads = 4;  // = heads: every head its own keys and values
-    CHECK(where_refused(grouped).empty());
+    const Scenario one = mla_plan(1, 1, 1);
+    CHECK(test::rejected_key(mla_plan(2, 1, 1), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(one, [](Scenario& s) { s.model.q_lora_rank = 0; }) == "model.q_lora_rank");
+    CHECK(test::rejected_key(one, [](Scenario& s) { s.model.swiglu = false; }) == "model.swiglu");
+    CHECK(test::rejected_key(mla_plan(4, 1, 1), [](Scenario& s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+              s.model.attention = AttentionKernel::Unfused;  // the 2d program's attention
+          }) == "parallel.tensor_mode");
+    CHECK(test::rejected_key(mla_plan(1, 1, 2), [](Scenario& s) {
+              s.parallel.context = 2;
+              s.parallel.data = 1;
+          }) == "parallel.context");
+    const auto kv_heads = [](int n) {
+        return [n](Scenario& s) {
+            s.model.kv_heads = n;
+            s.key_lines["model.kv_heads"] = 3;
+        };
+    };
+    CHECK(test::rejected_key(one, kv_heads(2)) == "model.kv_heads");
+    CHECK(test::rejected_key(one, kv_heads(4)).empty());  // = heads: every head its own keys and values
     // The latent widths without latent attention.
-    Scenario mha = test::tiny_scenario(1, 1, 1, 4, 4);
-    mha.model.kv_lora_rank = 16;
-    mha.key_lines["model.kv_lora_rank"] = 5;
-    CHECK(where_refused(mha) == "model.kv_lora_rank");
+    CHECK(test::rejected_key(test::tiny_scenario(1, 1, 1, 4, 4), [](Scenario& s) {
+              s.model.kv_lora_rank = 16;
+              s.key_lines["model.kv_lora_rank"] = 5;
+          }) == "model.kv_lora_rank");
 }

@@ -43,14 +43,6 @@ double label_bytes(const sim::Program& p, std::size_t list, const std::string& l
     return b;
 }
 
-std::string where_refused(const Scenario& sc) {
-    try {
-        validate_plan(sc);
-    } catch (const InputError& e) {
-        return e.where().key;
-    }
-    return "";
-}
 
 }  // namespace
 
@@ -106,14 +98,7 @@ TEST_CASE("mtp: the last stage runs each module per micro-batch; the embedding's
     CHECK(label_bytes(with, first, "emb.grad_allreduce") == 4.0 * vh);
     CHECK(label_bytes(without, last, "emb.grad_allreduce") == 0.0);
     // What every op allocates is released.
-    for (const sim::OpList& list : with.op_lists) {
-        double alloc = 0.0, freed = 0.0;
-        for (const sim::Op& op : list.ops) {
-            alloc += op.memory_alloc.value;
-            freed += op.memory_free.value;
-        }
-        CHECK(alloc == Approx(freed).epsilon(1e-12));
-    }
+    test::check_allocations_released(with);
     // The last stage holds the module and the copy.
     const Layout l = validate_plan(sc);
     CHECK(stage_parameters_per_rank(sc.model, l, 1) - stage_parameters_per_rank(none.model, l, 1) ==
@@ -134,15 +119,12 @@ TEST_CASE("mtp: a module costs time; an expert model's module carries routed exp
 }
 
 TEST_CASE("mtp: checked at its keys") {
-    CHECK(where_refused(mtp_plan(2, 1, 1)).empty());
-    Scenario tensor = mtp_plan(1, 1, 1);
-    tensor.parallel.tensor = 2;
-    tensor.cluster.gpus_per_node = 2;
-    CHECK(where_refused(tensor) == "parallel.tensor");
-    Scenario zero3 = mtp_plan(1, 2, 1);
-    zero3.parallel.zero_stage = 3;
-    CHECK(where_refused(zero3) == "parallel.zero_stage");
-    Scenario zb = mtp_plan(2, 1, 1);
-    zb.parallel.schedule = Schedule::ZeroBubbleH1;
-    CHECK(where_refused(zb) == "parallel.schedule");
+    CHECK(test::rejected_key(mtp_plan(2, 1, 1), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(mtp_plan(1, 1, 1), [](Scenario& s) {
+              s.parallel.tensor = 2;
+              s.cluster.gpus_per_node = 2;
+          }) == "parallel.tensor");
+    CHECK(test::rejected_key(mtp_plan(1, 2, 1), [](Scenario& s) { s.parallel.zero_stage = 3; }) == "parallel.zero_stage");
+    CHECK(test::rejected_key(mtp_plan(2, 1, 1), [](Scenario& s) { s.parallel.schedule = Schedule::ZeroBubbleH1; }) ==
+          "parallel.schedule");
 }

@@ -48,14 +48,6 @@ OffloadOps find_ops(const sim::Program& p) {
     return o;
 }
 
-std::string where_refused(const Scenario& sc) {
-    try {
-        validate_plan(sc);
-    } catch (const InputError& e) {
-        return e.where().key;
-    }
-    return "";
-}
 
 }  // namespace
 
@@ -94,12 +86,10 @@ TEST_CASE("optimizer offload: the step's three ops move the shard's bytes, price
 }
 
 TEST_CASE("optimizer offload: checked at its keys") {
-    CHECK(where_refused(offload_plan(true)).empty());
-    Scenario replicated = offload_plan(true);
-    replicated.parallel.zero_stage = 0;
-    CHECK(where_refused(replicated) == "training.optimizer_offload");
-    Scenario unknown_host = offload_plan(true);
-    unknown_host.cluster.host_memory_gb_per_s.reset();
-    CHECK(where_refused(unknown_host) == "cluster.host_memory_gb_per_s");
-    CHECK(where_refused(offload_plan(false)).empty());
+    const Scenario on = offload_plan(true);
+    CHECK(test::rejected_key(on, [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(on, [](Scenario& s) { s.parallel.zero_stage = 0; }) == "training.optimizer_offload");
+    CHECK(test::rejected_key(on, [](Scenario& s) { s.cluster.host_memory_gb_per_s.reset(); }) ==
+          "cluster.host_memory_gb_per_s");
+    CHECK(test::rejected_key(offload_plan(false), [](Scenario&) {}).empty());
 }

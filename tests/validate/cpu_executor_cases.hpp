@@ -3,6 +3,7 @@
 // removing one op from a program (the negative tests).
 #pragma once
 
+#include <chrono>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -95,18 +96,35 @@ inline BuildOptions options_of(const Scenario& sc, const Layout& l) {
     return o;
 }
 
+// The reference loss's central difference in element i of weight w (part of p) against the
+// reference gradient g. Central differences have O(eps^2) truncation error: eps = 1e-5 gives about
+// 1e-9 absolute accuracy, and moves no token to other experts.
+inline void check_central_difference(const GptDims& d, GptParams& p, const Batch& batch, Mat& w, const Mat& g,
+                                     Eigen::Index i) {
+    constexpr double eps = 1e-5;
+    const double keep = w.data()[i];
+    w.data()[i] = keep + eps;
+    const double up = reference_loss(d, p, batch);
+    w.data()[i] = keep - eps;
+    const double down = reference_loss(d, p, batch);
+    w.data()[i] = keep;
+    CHECK((up - down) / (2 * eps) == Approx(g.data()[i]).margin(1e-7));
+}
+
 struct Outcome {
     Execution run;
     Agreement agreement;
 };
 
-inline Outcome execute(const Scenario& sc, const TaggedProgram& program) {
+inline Outcome execute(const Scenario& sc, const TaggedProgram& program,
+                       std::chrono::milliseconds timeout = ExecutorOptions{}.timeout) {
     const Layout l = validate_plan(sc);
     const GptDims d = GptDims::of(sc.model);
     const GptParams params = init_params(d, 7);
     const Batch batch = make_batch(d, sc.training.global_batch, 11);
     ExecutorOptions opt;
     opt.learning_rate = kLearningRate;
+    opt.timeout = timeout;
     Outcome o{execute_program(sc, l, program, params, batch, opt), {}};
     if (o.run.ok()) o.agreement = compare(o.run, reference_step(d, params, batch), params, kLearningRate);
     return o;

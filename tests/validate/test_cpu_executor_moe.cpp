@@ -37,17 +37,7 @@ Scenario moe_scenario(const MoeCase& m) {
 
 Outcome run(const MoeCase& m, const TaggedProgram* program = nullptr, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
     const Scenario sc = moe_scenario(m);
-    const Layout l = validate_plan(sc);
-    const GptDims d = GptDims::of(sc.model);
-    const GptParams params = init_params(d, 7);
-    const Batch batch = make_batch(d, sc.training.global_batch, 11);
-    ExecutorOptions opt;
-    opt.learning_rate = kLearningRate;
-    opt.timeout = timeout;
-    const TaggedProgram built = program ? TaggedProgram{} : build(sc);
-    Outcome o{execute_program(sc, l, program ? *program : built, params, batch, opt), {}};
-    if (o.run.ok()) o.agreement = compare(o.run, reference_step(d, params, batch), params, kLearningRate);
-    return o;
+    return program ? execute(sc, *program, timeout) : execute(sc, build(sc), timeout);
 }
 
 void check_moe(const MoeCase& m) {
@@ -79,16 +69,7 @@ TEST_CASE("mixture-of-experts reference gradients match finite differences", "[c
     GptParams p = init_params(d, 7);
     const Batch batch = make_batch(d, 2, 11);
     const Reference ref = reference_step(d, p, batch);
-    constexpr double eps = 1e-5;  // small enough that no token changes its experts
-    const auto check = [&](Mat& w, const Mat& g, Eigen::Index i) {
-        const double keep = w.data()[i];
-        w.data()[i] = keep + eps;
-        const double up = reference_loss(d, p, batch);
-        w.data()[i] = keep - eps;
-        const double down = reference_loss(d, p, batch);
-        w.data()[i] = keep;
-        CHECK((up - down) / (2 * eps) == Approx(g.data()[i]).margin(1e-7));
-    };
+    const auto check = [&](Mat& w, const Mat& g, Eigen::Index i) { check_central_difference(d, p, batch, w, g, i); };
     REQUIRE_FALSE(p.layers[0].moe);
     REQUIRE(p.layers[1].moe);
     for (Eigen::Index i : {3, 40, 101}) check(p.layers[1].wr, ref.grads.layers[1].wr, i);  // through the weights
