@@ -19,6 +19,10 @@ constexpr double kDoneFraction = 1e-12;
 // Links whose fair level lies within this relative distance of the bottleneck saturate together
 // (ties computed along different paths differ in the last bits).
 constexpr double kTieFraction = 1e-12;
+// A start or an end is settled on the flow's own links only when every comparison that proves it
+// changes no other rate holds by this relative margin, far beyond kTieFraction and rounding: the
+// full re-share would then find the same bottlenecks.
+constexpr double kLocalMargin = 1e-9;
 
 // Picoseconds to deliver `remaining` bytes at `rate`, rounded up: a flow must not be declared done
 // before its last byte has moved. Zero when what is left counts as delivered.
@@ -99,6 +103,10 @@ FlowId FlowNetwork::start(std::span<const LinkUse> uses, Bytes bytes, Time now, 
         flows_[id].rate = solo;
         flows_[id].is_new = false;
         announce(id, now.value);
+    } else if (double rate = 0.0; !unsettled() && settles_alone(id, rate)) {
+        flows_[id].rate = rate;
+        flows_[id].is_new = false;
+        announce(id, now.value);
     } else {
         reshare(id, {}, now.value);
     }
@@ -137,9 +145,10 @@ void FlowNetwork::settle(Time now) {
             alone = alone && L.flows.size() == 1;
             solo = std::min(solo, L.capacity / f.uses[i].weight);
         }
-        if (alone) {  // as start(): the same rate, the same completion
+        double rate = solo;
+        if (alone || settles_alone(*it, rate)) {  // as start(): the same rate, the same completion
             f.mark = ++epoch_;
-            f.rate = solo;
+            f.rate = rate;
             f.is_new = false;
             announce(*it, now.value);
         } else {
@@ -151,12 +160,16 @@ void FlowNetwork::settle(Time now) {
 
 void FlowNetwork::finish(FlowId id, Time now) {
     // A flow that shared no link leaves nobody to re-share with (the common case of a
-    // tensor-parallel ring inside one node).
-    if (release(id, now)) reshare(kNoFlow, {flows_[id].uses, flows_[id].use_count}, now.value);
+    // tensor-parallel ring inside one node), nor does one that limited none of its neighbours.
+    const bool quiet = !unsettled() && leaves_others_alone(id);
+    if (release(id, now) && !quiet) reshare(kNoFlow, {flows_[id].uses, flows_[id].use_count}, now.value);
 }
 
 void FlowNetwork::end(FlowId id, Time now) {
-    if (release(id, now)) ended_.emplace_back(flows_[id].uses, flows_[id].use_count);
+    // Only while the rates are those of the flows now running: an end recorded before this one
+    // has not been re-shared yet (flows added and not yet settled count as not started).
+    const bool quiet = ended_.empty() && leaves_others_alone(id);
+    if (release(id, now) && !quiet) ended_.emplace_back(flows_[id].uses, flows_[id].use_count);
 }
 
 // The flow is done at `now`: its bytes delivered, its links freed, its id free for reuse (its
@@ -231,6 +244,84 @@ bool FlowNetwork::detach(FlowId id) {
         shared = shared || !on.empty();
     }
     return shared;
+}
+
+// Whether flow `id`, attached to its links but not yet sharing, can take a rate without changing
+// any other flow's, and which (`rate`). The rates of the flows already settled are the max-min fair
+// allocation among them (flows added and not yet settled carry rate 0 and count as not started).
+// Adding the new flow at rate r keeps that allocation max-min fair when (1) none of its links is
+// full now, so none is another flow's bottleneck, and (2) r is the least residual capacity / weight
+// over its links and every other flow on a link at that least level is slower than r: that link is
+// then the new flow's bottleneck (full, and the flow the fastest on it), and every other flow keeps
+// its own. The max-min fair allocation is unique, so it is the one water-filling finds (Bertsekas &
+// Gallager 6.5.2: a flow's rate is max-min fair iff each flow has a bottleneck link). In real
+// numbers the rates are water-filling's; in doubles the residual is summed in another order than
+// water-filling subtracts, so a rate could differ in its last bit (docs/simulator.md).
+bool FlowNetwork::settles_alone(FlowId id, double& rate) const {
+    const FlowState& f = flows_[id];
+    // The residual capacity of the link of use i once the other flows' loads are taken off; false
+    // when the flow meets itself there (a link used twice) or the link is full.
+    const auto residual = [&](std::uint32_t i, double& left) {
+        const LinkState& L = links_[f.uses[i].link];
+        double load = 0.0;
+        bool seen = false;
+        for (const OnLink& o : L.flows) {
+            if (o.flow == id) {
+                if (seen) return false;
+                seen = true;
+                continue;
+            }
+            load += o.weight * flows_[o.flow].rate;
+        }
+        left = L.capacity - load;
+        return left > kLocalMargin * L.capacity;
+    };
+    double level = std::numeric_limits<double>::infinity();
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (!(f.uses[i].weight > 0.0)) continue;
+        double left = 0.0;
+        if (!residual(i, left)) return false;
+        level = std::min(level, left / f.uses[i].weight);
+    }
+    const double near = level * (1.0 + kLocalMargin), slower = level * (1.0 - kLocalMargin);
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (!(f.uses[i].weight > 0.0)) continue;
+        double left = 0.0;
+        residual(i, left);
+        if (left / f.uses[i].weight > near) continue;  // not full once the flow runs
+        for (const OnLink& o : links_[f.uses[i].link].flows) {
+            if (o.flow != id && !(flows_[o.flow].rate < slower)) return false;
+        }
+    }
+    rate = level;
+    return true;
+}
+
+// Whether flow `id` (still running, the rates those of the flows running) can end without
+// changing any other flow's rate: on each of its links every other flow is slower than it (so the
+// link is no other flow's bottleneck), or the link is not full. Every other flow then keeps its
+// bottleneck, so the allocation without the flow is still max-min fair (see settles_alone).
+bool FlowNetwork::leaves_others_alone(FlowId id) const {
+    const FlowState& f = flows_[id];
+    const double slower = f.rate * (1.0 - kLocalMargin);
+    for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (!(f.uses[i].weight > 0.0)) continue;
+        const LinkState& L = links_[f.uses[i].link];
+        double load = 0.0;
+        bool all_slower = true;
+        bool seen = false;
+        for (const OnLink& o : L.flows) {
+            if (o.flow == id) {
+                if (seen) return false;  // a link used twice: let water-filling sum it
+                seen = true;
+            }
+            const FlowState& g = flows_[o.flow];
+            load += o.weight * g.rate;
+            if (o.flow != id) all_slower = all_slower && g.rate < slower;
+        }
+        if (!all_slower && !(L.capacity - load > kLocalMargin * L.capacity)) return false;
+    }
+    return true;
 }
 
 // Breadth-first over flows and links from a seed: every flow that shares a link with the seed,

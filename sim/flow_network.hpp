@@ -11,7 +11,11 @@
 //
 // A start or an end changes rates only inside its connected component (flows that share links,
 // transitively), so only that component is re-shared: thousands of independent tensor-parallel
-// rings never touch each other. Completion times are exact to the picosecond: on every rate change
+// rings never touch each other. Often it changes no other rate at all: a flow that starts on links
+// with room to spare and becomes the fastest flow on the link that limits it, or ends beside flows
+// that are all limited elsewhere. Such a change is settled on the flow's own links (the bottleneck
+// test below), however large the component: a tensor-parallel ring beside a data-parallel tree that
+// spans the cluster. Completion times are exact to the picosecond: on every rate change
 // a flow's remaining bytes advance by rate x elapsed, and its completion is rounded up to the next
 // whole picosecond. Rescheduled completions are invalidated lazily by a per-flow version number.
 #pragma once
@@ -129,6 +133,8 @@ private:
     bool release(FlowId f, Time now);
     void collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links);
     void advance(FlowState& f, std::int64_t now);
+    bool settles_alone(FlowId f, double& rate) const;
+    bool leaves_others_alone(FlowId f) const;
     void water_fill();
     std::size_t freeze_saturated(double level);
     double link_level(const LinkState& L) const;

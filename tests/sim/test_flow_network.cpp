@@ -3,6 +3,9 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <random>
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -291,4 +294,123 @@ TEST_CASE("a flow listing one link twice shares it with itself, and its end leav
     CHECK(done.at(doubled) == after_seconds(2e-3));
     CHECK(done.at(other) == after_seconds(3e-3));
     CHECK(d.net.active_flows() == 0);
+}
+
+namespace {
+
+// Max-min fair rates of `flows` (link uses each) by progressive filling, written plainly for the
+// tests: the reference the network's rates must match after every start and end.
+std::vector<double> max_min_rates(const std::vector<Link>& links, const std::vector<std::vector<LinkUse>>& flows) {
+    std::vector<double> rate(flows.size(), 0.0), free(links.size());
+    std::vector<bool> frozen(flows.size(), false);
+    for (std::size_t l = 0; l < links.size(); ++l) free[l] = links[l].bandwidth.value;
+    double level = 0.0;
+    for (std::size_t left = flows.size(); left > 0;) {
+        // The next level at which some link fills, given the rising flows' weights.
+        double next = std::numeric_limits<double>::infinity();
+        for (std::size_t l = 0; l < links.size(); ++l) {
+            double rising = 0.0;
+            for (std::size_t f = 0; f < flows.size(); ++f)
+                for (const LinkUse& u : flows[f])
+                    if (!frozen[f] && u.link == l) rising += u.weight;
+            if (rising > 0.0) next = std::min(next, level + free[l] / rising);
+        }
+        for (std::size_t l = 0; l < links.size(); ++l) {
+            double rising = 0.0;
+            for (std::size_t f = 0; f < flows.size(); ++f)
+                for (const LinkUse& u : flows[f])
+                    if (!frozen[f] && u.link == l) rising += u.weight;
+            free[l] -= rising * (next - level);
+        }
+        level = next;
+        for (std::size_t f = 0; f < flows.size(); ++f) {
+            if (frozen[f]) continue;
+            const bool full = std::any_of(flows[f].begin(), flows[f].end(), [&](const LinkUse& u) {
+                return free[u.link] <= 1e-9 * links[u.link].bandwidth.value;
+            });
+            if (!full) continue;
+            frozen[f] = true;
+            rate[f] = level;
+            --left;
+        }
+    }
+    return rate;
+}
+
+}  // namespace
+
+TEST_CASE("a start or end that changes no other rate is settled on the flow's own links", "[sim][flow_network]") {
+    // A long flow over 40 fast links and one slow one (a data-parallel tree limited by its NIC),
+    // then short flows on single fast links it crosses (tensor-parallel transfers beside it).
+    std::vector<Link> links;
+    for (int i = 0; i < 40; ++i) links.push_back({"fast" + std::to_string(i), gigabytes_per_second(900.0)});
+    links.push_back({"nic", gigabytes_per_second(50.0)});
+    std::vector<LinkUse> tree;
+    for (LinkId l = 0; l <= 40; ++l) tree.push_back({l, 1.0});
+    Driver d(links);
+    const FlowId long_flow = d.start(tree, 1e9);
+    CHECK(d.net.rate(long_flow).value == 50e9);
+    const std::vector<LinkUse> on_fast{{7, 1.0}};
+    const FlowId short_flow = d.net.start(on_fast, Bytes(1e6), Time(0), 0);
+    // The short flow takes what the long one leaves and is the only one announced: the long flow
+    // keeps its rate and its completion.
+    REQUIRE(d.net.completions().size() == 1);
+    CHECK(d.net.completions().front().flow == short_flow);
+    CHECK(d.net.rate(short_flow).value == 850e9);
+    CHECK(d.net.rate(long_flow).value == 50e9);
+    d.net.completions().clear();
+    // Ending it first changes nothing either.
+    d.net.finish(short_flow, Time(1'000'000));
+    CHECK(d.net.completions().empty());
+    CHECK(d.net.rate(long_flow).value == 50e9);
+    // A flow that would take less than the long one's rate on a link they share does change it.
+    const std::vector<Link> narrow_links{{"narrow", gigabytes_per_second(60.0)}, {"nic", gigabytes_per_second(50.0)}};
+    Driver n(narrow_links);
+    const FlowId limited = n.start({{0, 1.0}, {1, 1.0}}, 1e9);
+    n.kept.push_back({{0, 1.0}});
+    const FlowId joining = n.net.start(n.kept.back(), Bytes(1e6), Time(0), 0);
+    CHECK(n.net.rate(limited).value == Approx(30e9));
+    CHECK(n.net.rate(joining).value == Approx(30e9));
+    CHECK(n.net.completions().size() == 2);
+}
+
+TEST_CASE("rates stay max-min fair through random starts and ends, settled locally or not", "[sim][flow_network]") {
+    // Random flows over a few links of different capacities, some crossing a link twice or with
+    // weight 2; after every start, settle and end each flow's rate must be the reference's.
+    std::mt19937 rng(20261129);
+    std::vector<Link> links;
+    for (int i = 0; i < 6; ++i) links.push_back({"l" + std::to_string(i), gigabytes_per_second(10.0 * (1 + i % 3))});
+    std::uniform_int_distribution<int> link_of(0, 5), size_of(1, 4), coin(0, 3);
+    for (int round = 0; round < 40; ++round) {
+        Driver d(links);
+        std::map<FlowId, std::vector<LinkUse>> running;
+        const auto check_rates = [&] {
+            std::vector<std::vector<LinkUse>> flows;
+            std::vector<FlowId> ids;
+            for (const auto& [id, uses] : running) {
+                flows.push_back(uses);
+                ids.push_back(id);
+            }
+            const std::vector<double> expected = max_min_rates(links, flows);
+            for (std::size_t i = 0; i < ids.size(); ++i) CHECK(d.net.rate(ids[i]).value == Approx(expected[i]).epsilon(1e-9));
+        };
+        for (int step = 0; step < 12; ++step) {
+            if (!running.empty() && coin(rng) == 0) {  // end one early, as a finished transfer
+                const FlowId id = running.begin()->first;
+                d.net.finish(id, Time(0));
+                running.erase(id);
+            } else {
+                std::vector<LinkUse> uses;
+                for (int k = size_of(rng); k > 0; --k) uses.push_back({static_cast<LinkId>(link_of(rng)), coin(rng) == 0 ? 2.0 : 1.0});
+                d.kept.push_back(uses);
+                const bool batch = coin(rng) == 0;
+                const FlowId id = batch ? d.net.add(d.kept.back(), Bytes(1e9), Time(0), 0)
+                                        : d.net.start(d.kept.back(), Bytes(1e9), Time(0), 0);
+                if (batch) d.net.settle(Time(0));
+                running[id] = uses;
+            }
+            d.net.completions().clear();
+            check_rates();
+        }
+    }
 }
