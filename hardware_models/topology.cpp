@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -47,10 +48,13 @@ struct Topology::RouteCache {
     std::vector<std::unique_ptr<Table>> tables;        // current last, the older ones still probed
     std::deque<std::vector<sim::LinkId>> routes;       // the stored routes, never moved
     std::size_t used = 0;                              // slots filled in the current table
-    // Network levels (hops through leaf/spine switches) from each leaf that a route has left from
-    // so far: one search serves every destination of every NIC under that leaf (network_route).
+    // Network levels (hops through leaf/spine switches) from the switches next to each leaf that a
+    // route has left from so far (switch_levels): one search serves every destination of every NIC
+    // under every leaf with the same switch neighbours (a pod, a rail, or the whole network of a
+    // two-tier fat tree), not one search per leaf.
     std::mutex levels_mutex;
-    std::unordered_map<Vertex, std::vector<std::int8_t>> leaf_levels;  // nodes never move
+    std::map<std::vector<Vertex>, std::vector<std::int8_t>> neighbour_levels;  // nodes never move
+    std::unordered_map<Vertex, const std::vector<std::int8_t>*> leaf_levels;
 
     RouteCache() {
         tables.push_back(std::make_unique<Table>(std::size_t{1} << 12));
@@ -115,13 +119,28 @@ bool Topology::may_cross(Vertex v, bool intra_domain, int domain) const {
 
 // The walk back from `dst` (at level `dst_level`) to `src`: at each vertex the (seed mod n)-th of
 // the n in-edges from the level before, in edge order. `level` gives every other vertex's level
-// (-1 for one the search did not label).
+// (-1 for one the search did not label). `second`, when not the null vertex, is the only vertex at
+// level 1.
 template <class Level>
 std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src, Vertex dst, int dst_level,
-                                             const Level& level, std::uint64_t seed) {
+                                             const Level& level, std::uint64_t seed, Vertex second) {
     std::vector<sim::LinkId> reversed;
     int at = dst_level;
     for (Vertex v = dst; v != src; --at) {
+        if (at == 2 && second != boost::graph_traits<TopologyGraph>::null_vertex()) {
+            // Every in-edge from level 1 comes from `second`: count its out-edges to v instead of
+            // v's in-edges, which on a spine are one per leaf of the cluster. The parallel edges
+            // second -> v are in the same order in both lists (the order they were added).
+            const auto to_v = [&](const auto& e) { return boost::target(e, g) == v; };
+            const auto out = boost::make_iterator_range(boost::out_edges(second, g));
+            auto pick = seed % static_cast<std::uint64_t>(std::count_if(out.begin(), out.end(), to_v));
+            auto it = out.begin();
+            for (;; ++it)
+                if (to_v(*it) && pick-- == 0) break;
+            reversed.push_back(g[*it].link);
+            v = second;
+            continue;
+        }
         const auto from_before = [&](const auto& e) { return level(boost::source(e, g)) == at - 1; };
         const auto in = boost::make_iterator_range(boost::in_edges(v, g));
         auto pick = seed % static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), from_before));
@@ -160,14 +179,16 @@ std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_domain
         }
     }
     if (level[dst] < 0) throw std::logic_error("topology: no route between two GPUs");
-    return walk_back(graph_, src, dst, level[dst], [&](Vertex v) { return level[v]; }, seed);
+    return walk_back(graph_, src, dst, level[dst], [&](Vertex v) { return level[v]; }, seed,
+                     boost::graph_traits<TopologyGraph>::null_vertex());
 }
 
-// Levels from one leaf through network switches only, the whole network (-1: unreachable).
-std::vector<std::int8_t> Topology::switch_levels(Vertex leaf) const {
+// Levels through network switches only, the whole network (-1: unreachable), from a set of
+// switches (all at level 0).
+std::vector<std::int8_t> Topology::switch_levels(std::span<const Vertex> sources) const {
     std::vector<std::int8_t> level(boost::num_vertices(graph_), -1);
-    std::vector<Vertex> queue{leaf};
-    level[leaf] = 0;
+    std::vector<Vertex> queue(sources.begin(), sources.end());
+    for (const Vertex s : sources) level[s] = 0;
     for (std::size_t head = 0; head < queue.size(); ++head) {
         const Vertex u = queue[head];
         for (const auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
@@ -178,6 +199,28 @@ std::vector<std::int8_t> Topology::switch_levels(Vertex leaf) const {
         }
     }
     return level;
+}
+
+// The levels of every switch from `leaf` through switches, less one (see network_route): those
+// from the set of switches the leaf links to. A shortest path from the leaf to any other switch
+// starts with an edge to one of them, so its length is 1 + the distance from that set; only the
+// leaf's own level (0) differs, and network_route reads that one apart. Leaves with the same
+// neighbours share the array.
+const std::vector<std::int8_t>& Topology::levels_beyond(Vertex leaf) const {
+    const std::lock_guard lock(routes_->levels_mutex);
+    auto [at, added] = routes_->leaf_levels.try_emplace(leaf, nullptr);
+    if (!added) return *at->second;
+    std::vector<Vertex> next;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(leaf, graph_))) {
+        const Vertex v = boost::target(e, graph_);
+        if (may_cross(v, false, -1)) next.push_back(v);
+    }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    auto [levels, searched] = routes_->neighbour_levels.try_emplace(next);
+    if (searched) levels->second = switch_levels(next);
+    at->second = &levels->second;
+    return levels->second;
 }
 
 // The same route as bfs(src, dst, false, seed) between two NICs, from the levels of src's leaf.
@@ -197,17 +240,14 @@ std::vector<sim::LinkId> Topology::network_route(Vertex src, Vertex dst, std::ui
         leaf = v;
     }
     if (leaf == src) return bfs(src, dst, false, seed);  // throws: no route
-    const std::vector<std::int8_t>* from_leaf = nullptr;
-    {
-        const std::lock_guard lock(routes_->levels_mutex);
-        auto [it, added] = routes_->leaf_levels.try_emplace(leaf);
-        if (added) it->second = switch_levels(leaf);
-        from_leaf = &it->second;
-    }
+    // Levels from the leaf's neighbours: the leaf is 0 from itself, every other switch one more.
+    const std::vector<std::int8_t>& beyond = levels_beyond(leaf);
+    // switch_levels labels switches only, so an unlabelled vertex (a NIC, a GPU) is -1 without
+    // reading its kind.
     const auto level = [&](Vertex v) -> int {
         if (v == src) return 0;
-        if (!may_cross(v, false, -1) || (*from_leaf)[v] < 0) return -1;
-        return (*from_leaf)[v] + 1;
+        if (v == leaf) return 1;
+        return beyond[v] < 0 ? -1 : beyond[v] + 2;
     };
     int dst_level = -1;
     for (const auto e : boost::make_iterator_range(boost::in_edges(dst, graph_))) {
@@ -215,7 +255,7 @@ std::vector<sim::LinkId> Topology::network_route(Vertex src, Vertex dst, std::ui
         if (l >= 0 && (dst_level < 0 || l + 1 < dst_level)) dst_level = l + 1;
     }
     if (dst_level < 0) throw std::logic_error("topology: no route between two GPUs");
-    return walk_back(graph_, src, dst, dst_level, level, seed);
+    return walk_back(graph_, src, dst, dst_level, level, seed, leaf);
 }
 
 std::span<const sim::LinkId> Topology::route(std::uint32_t src, std::uint32_t dst) const {

@@ -112,10 +112,11 @@ private:
     std::vector<sim::LinkId> search_route(std::uint32_t src, std::uint32_t dst) const;
     std::vector<sim::LinkId> bfs(Vertex src, Vertex dst, bool intra_domain, std::uint64_t seed) const;
     std::vector<sim::LinkId> network_route(Vertex src, Vertex dst, std::uint64_t seed) const;
-    std::vector<std::int8_t> switch_levels(Vertex leaf) const;
+    std::vector<std::int8_t> switch_levels(std::span<const Vertex> sources) const;
+    const std::vector<std::int8_t>& levels_beyond(Vertex leaf) const;
     template <class Level>
     static std::vector<sim::LinkId> walk_back(const TopologyGraph& g, Vertex src, Vertex dst, int dst_level,
-                                              const Level& level, std::uint64_t seed);
+                                              const Level& level, std::uint64_t seed, Vertex second);
     bool may_cross(Vertex v, bool intra_domain, int domain) const;
 
     TopologyParams params_;
