@@ -171,6 +171,7 @@ std::map<long, std::string> points_in(const std::string& directory) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    cuboid::cli::restart_with_huge_pages(argv);
     cuboid::cli::keep_freed_memory_for_reuse();  // as cuboid itself: the points run as cuboid run does
     return cuboid::bench::run_main(
         "cuboid-bench-scaling [DIRECTORY] [--max-gpus N] [--timeout S] [--repeat N] [--full-only | --folded-only]",

@@ -164,6 +164,7 @@ constexpr const char* kUsage =
     "  --no-fold: simulate every rank (default: symmetry-folded, as cuboid sweep)\n";
 
 int main(int argc, char** argv) {
+    cuboid::cli::restart_with_huge_pages(argv);
     cuboid::cli::keep_freed_memory_for_reuse();  // as cuboid itself: the rate is that of cuboid sweep
     try {
         if (parse(argc, argv).help) {

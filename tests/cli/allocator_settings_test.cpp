@@ -63,3 +63,15 @@ TEST_CASE("keep_freed_memory_for_reuse runs outside glibc's own malloc", "[cli][
     SUCCEED("no allocator settings to check");
 }
 #endif
+
+TEST_CASE("huge pages are asked of glibc's malloc unless the environment already decides", "[cli][allocator]") {
+    using cuboid::cli::tunables_with_huge_pages;
+    CHECK(tunables_with_huge_pages(nullptr) == "glibc.malloc.hugetlb=1");
+    CHECK(tunables_with_huge_pages("") == "glibc.malloc.hugetlb=1");
+    // Other tunables stay, the request is appended.
+    CHECK(tunables_with_huge_pages("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+    // A value naming the tunable (the user's, or set by the re-execution itself) is final: no
+    // second re-execution, and hugetlb=0 turns it off.
+    CHECK(tunables_with_huge_pages("glibc.malloc.hugetlb=0").empty());
+    CHECK(tunables_with_huge_pages("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1").empty());
+}

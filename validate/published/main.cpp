@@ -145,6 +145,7 @@ int print_host_estimate(const CheckOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    cuboid::cli::restart_with_huge_pages(argv);
     cuboid::cli::keep_freed_memory_for_reuse();
     CheckOptions options;
     std::string only, csv;
