@@ -61,7 +61,14 @@ void restart_with_huge_pages(char** argv) {
     if (wanted.empty()) return;
     const std::string before = current == nullptr ? std::string() : std::string(current);
     if (setenv("GLIBC_TUNABLES", wanted.c_str(), 1) != 0) return;
-    execv("/proc/self/exe", argv);
+    // The program's own file, by its real path: exec'd as /proc/self/exe, the process would be
+    // named "exe" in ps and top.
+    std::string self(4096, '\0');
+    const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
+    if (length > 0) {
+        self.resize(static_cast<std::size_t>(length));
+        execv(self.c_str(), argv);
+    }
     // Not re-executed (no /proc, say): go on as started, with the environment as it was.
     if (current == nullptr) unsetenv("GLIBC_TUNABLES");
     else setenv("GLIBC_TUNABLES", before.c_str(), 1);
