@@ -117,6 +117,19 @@ bool Topology::may_cross(Vertex v, bool intra_domain, int domain) const {
     return tv.kind == VertexKind::Leaf || tv.kind == VertexKind::Spine;
 }
 
+namespace {
+
+// The (seed mod n)-th of the n edges of `edges` that `matches` accepts, in their order.
+template <class Edges, class Matches>
+auto nth_matching(const Edges& edges, const Matches& matches, std::uint64_t seed) {
+    auto pick = seed % static_cast<std::uint64_t>(std::count_if(edges.begin(), edges.end(), matches));
+    auto it = edges.begin();
+    while (!matches(*it) || pick-- != 0) ++it;
+    return *it;
+}
+
+}  // namespace
+
 // The walk back from `dst` (at level `dst_level`) to `src`: at each vertex the (seed mod n)-th of
 // the n in-edges from the level before, in edge order. `level` gives every other vertex's level
 // (-1 for one the search did not label). `second`, when not the null vertex, is the only vertex at
@@ -132,23 +145,14 @@ std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src,
             // v's in-edges, which on a spine are one per leaf of the cluster. The parallel edges
             // second -> v are in the same order in both lists (the order they were added).
             const auto to_v = [&](const auto& e) { return boost::target(e, g) == v; };
-            const auto out = boost::make_iterator_range(boost::out_edges(second, g));
-            auto pick = seed % static_cast<std::uint64_t>(std::count_if(out.begin(), out.end(), to_v));
-            auto it = out.begin();
-            for (;; ++it)
-                if (to_v(*it) && pick-- == 0) break;
-            reversed.push_back(g[*it].link);
+            reversed.push_back(g[nth_matching(boost::make_iterator_range(boost::out_edges(second, g)), to_v, seed)].link);
             v = second;
             continue;
         }
         const auto from_before = [&](const auto& e) { return level(boost::source(e, g)) == at - 1; };
-        const auto in = boost::make_iterator_range(boost::in_edges(v, g));
-        auto pick = seed % static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), from_before));
-        auto it = in.begin();
-        for (;; ++it)
-            if (from_before(*it) && pick-- == 0) break;
-        reversed.push_back(g[*it].link);
-        v = boost::source(*it, g);
+        const auto e = nth_matching(boost::make_iterator_range(boost::in_edges(v, g)), from_before, seed);
+        reversed.push_back(g[e].link);
+        v = boost::source(e, g);
     }
     return {reversed.rbegin(), reversed.rend()};
 }

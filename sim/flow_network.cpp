@@ -257,41 +257,24 @@ bool FlowNetwork::detach(FlowId id) {
 // Gallager 6.5.2: a flow's rate is max-min fair iff each flow has a bottleneck link). In real
 // numbers the rates are water-filling's; in doubles the residual is summed in another order than
 // water-filling subtracts, so a rate could differ in its last bit (docs/simulator.md).
-bool FlowNetwork::settles_alone(FlowId id, double& rate) const {
+bool FlowNetwork::settles_alone(FlowId id, double& rate) {
     const FlowState& f = flows_[id];
-    // The residual capacity of the link of use i once the other flows' loads are taken off; false
-    // when the flow meets itself there (a link used twice) or the link is full.
-    const auto residual = [&](std::uint32_t i, double& left) {
-        const LinkState& L = links_[f.uses[i].link];
-        double load = 0.0;
-        bool seen = false;
-        for (const OnLink& o : L.flows) {
-            if (o.flow == id) {
-                if (seen) return false;
-                seen = true;
-                continue;
-            }
-            load += o.weight * flows_[o.flow].rate;
-        }
-        left = L.capacity - load;
-        return left > kLocalMargin * L.capacity;
-    };
+    // One pass over the links: each one's level for the new flow (residual / weight) and its
+    // fastest other flow, kept for the test at the least level.
+    local_links_.clear();
     double level = std::numeric_limits<double>::infinity();
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
         if (!(f.uses[i].weight > 0.0)) continue;
-        double left = 0.0;
-        if (!residual(i, left)) return false;
-        level = std::min(level, left / f.uses[i].weight);
+        const LinkState& L = links_[f.uses[i].link];
+        const Others others = others_on(L, id);
+        const double left = L.capacity - others.load;
+        if (others.twice || !(left > kLocalMargin * L.capacity)) return false;  // full: a bottleneck
+        local_links_.push_back({left / f.uses[i].weight, others.fastest});
+        level = std::min(level, local_links_.back().level);
     }
     const double near = level * (1.0 + kLocalMargin), slower = level * (1.0 - kLocalMargin);
-    for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (!(f.uses[i].weight > 0.0)) continue;
-        double left = 0.0;
-        residual(i, left);
-        if (left / f.uses[i].weight > near) continue;  // not full once the flow runs
-        for (const OnLink& o : links_[f.uses[i].link].flows) {
-            if (o.flow != id && !(flows_[o.flow].rate < slower)) return false;
-        }
+    for (const LocalLink& l : local_links_) {
+        if (l.level <= near && !(l.fastest < slower)) return false;  // full once it runs, and not its bottleneck
     }
     rate = level;
     return true;
@@ -307,21 +290,31 @@ bool FlowNetwork::leaves_others_alone(FlowId id) const {
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
         if (!(f.uses[i].weight > 0.0)) continue;
         const LinkState& L = links_[f.uses[i].link];
-        double load = 0.0;
-        bool all_slower = true;
-        bool seen = false;
-        for (const OnLink& o : L.flows) {
-            if (o.flow == id) {
-                if (seen) return false;  // a link used twice: let water-filling sum it
-                seen = true;
-            }
-            const FlowState& g = flows_[o.flow];
-            load += o.weight * g.rate;
-            if (o.flow != id) all_slower = all_slower && g.rate < slower;
-        }
-        if (!all_slower && !(L.capacity - load > kLocalMargin * L.capacity)) return false;
+        const Others others = others_on(L, id);
+        if (others.twice) return false;  // a link used twice: let water-filling sum it
+        if (others.fastest < slower) continue;
+        const double load = others.load + f.uses[i].weight * f.rate;
+        if (!(L.capacity - load > kLocalMargin * L.capacity)) return false;
     }
     return true;
+}
+
+// The other flows on link L than `id`: their load (weight x rate, summed in the link's order), the
+// fastest one's rate, and whether `id` is on the link more than once.
+FlowNetwork::Others FlowNetwork::others_on(const LinkState& L, FlowId id) const {
+    Others others;
+    bool seen = false;
+    for (const OnLink& o : L.flows) {
+        if (o.flow == id) {
+            others.twice = others.twice || seen;
+            seen = true;
+            continue;
+        }
+        const double rate = flows_[o.flow].rate;
+        others.load += o.weight * rate;
+        others.fastest = std::max(others.fastest, rate);
+    }
+    return others;
 }
 
 // Breadth-first over flows and links from a seed: every flow that shares a link with the seed,

@@ -133,7 +133,13 @@ private:
     bool release(FlowId f, Time now);
     void collect_component(FlowId seed_flow, std::span<const LinkUse> seed_links);
     void advance(FlowState& f, std::int64_t now);
-    bool settles_alone(FlowId f, double& rate) const;
+    struct Others {
+        double load = 0.0;     // weight x rate of the other flows on the link
+        double fastest = 0.0;  // the highest rate among them
+        bool twice = false;    // the flow itself is on the link more than once
+    };
+    Others others_on(const LinkState& L, FlowId id) const;
+    bool settles_alone(FlowId f, double& rate);
     bool leaves_others_alone(FlowId f) const;
     void water_fill();
     std::size_t freeze_saturated(double level);
@@ -151,6 +157,11 @@ private:
     // some flow on it is still rising, +infinity after.
     std::vector<double> comp_levels_;
     std::vector<double> old_rates_;
+    struct LocalLink {
+        double level;    // the new flow's residual capacity / weight there
+        double fastest;  // the fastest other flow's rate
+    };
+    std::vector<LocalLink> local_links_;  // settles_alone's scratch
     std::vector<FlowId> added_;        // add()ed flows not yet settled, in the order added
     std::vector<std::span<const LinkUse>> ended_;  // the links of end()ed flows not yet settled
     std::uint32_t epoch_ = 0;
