@@ -91,8 +91,7 @@ BytesPerSecond ComputeModel::memory_rate(sim::OpKind kind, Bytes bytes) const {
 // categories take the communication dispatch time.
 Time ComputeModel::host_dispatch(const sim::Op& op) const {
     if (!profile_ || !profile_->host) return kTimeZero;
-    const bool comm = op.category == sim::OpCategory::TensorComm || op.category == sim::OpCategory::PipelineComm ||
-                      op.category == sim::OpCategory::DataComm;
+    const bool comm = sim::comm_class_of(op.category) >= 0;
     return comm ? profile_->host->communication : profile_->host->compute;
 }
 

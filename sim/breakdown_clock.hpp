@@ -2,13 +2,14 @@
 //
 // While the compute stream runs a compute op, the time is that op's (compute or recompute; the
 // sums come with the op). While it is idle, the time goes to the communication of this rank that
-// is moving data then, by priority tensor > pipeline > data (tensor-parallel collectives sit on
-// the critical path of every layer, pipeline transfers between stages, data-parallel reductions
-// are the most overlappable), else to the bubble. Every instant is charged exactly once, so the
-// parts add up to the rank's finish time.
+// is moving data then, to the first class of Program::comm_classes with a transfer in flight (the
+// program's builder orders them; cuboid's strategies put the collectives on the critical path of
+// every layer first and the most overlappable reductions last), else to the bubble. Every instant
+// is charged exactly once, so the parts add up to the rank's finish time.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include "sim/executor.hpp"
@@ -27,18 +28,19 @@ public:
         parts_.compute += total - recompute;
         parts_.recompute += recompute;
     }
-    // A lockstep run (sim/engine_lockstep.cpp) ends `now`. It held a tensor-parallel collective
+    // A lockstep run (sim/engine_lockstep.cpp) ends `now`. It held a collective of category `held`
     // open from its first start while the compute stream looked idle, so the clock charged all of
-    // that time to tensor communication; `total` of it (`recompute` recomputation) was compute
+    // that time to that communication; `total` of it (`recompute` recomputation) was compute
     // chains of the run. A chain that started at `running_since` (negative: none) still runs: its
     // time so far is taken off too, and its end (compute_ends) charges all of it.
-    void lockstep_ends(Time now, Time total, Time recompute, Time running_since) {
+    void lockstep_ends(Time now, OpCategory held, Time total, Time recompute, Time running_since) {
         settle(now);
-        parts_.tensor_comm_exposed -= total;
+        Time& exposed = parts_.comm_exposed[static_cast<std::size_t>(comm_class_of(held))];
+        exposed -= total;
         parts_.compute += total - recompute;
         parts_.recompute += recompute;
         if (running_since >= Time(0)) {
-            parts_.tensor_comm_exposed -= now - running_since;
+            exposed -= now - running_since;
             busy_ = true;
         }
     }
@@ -50,25 +52,18 @@ public:
 
 private:
     void count(OpCategory c, Time now, int delta) {
-        const int k = comm_index(c);
+        const int k = comm_class_of(c);
         if (k < 0) return;  // a communication op without a communication category: bubble
         settle(now);
-        active_[k] = static_cast<std::uint32_t>(static_cast<int>(active_[k]) + delta);
-    }
-    static int comm_index(OpCategory c) {
-        switch (c) {
-            case OpCategory::TensorComm: return 0;
-            case OpCategory::PipelineComm: return 1;
-            case OpCategory::DataComm: return 2;
-            default: return -1;
-        }
+        auto& n = active_[static_cast<std::size_t>(k)];
+        n = static_cast<std::uint32_t>(static_cast<int>(n) + delta);
+        const auto bit = static_cast<std::uint8_t>(1U << k);
+        moving_ = static_cast<std::uint8_t>(n > 0 ? moving_ | bit : moving_ & ~bit);
     }
     void settle(Time now) {
         if (!busy_) {
             const Time gap = now - last_;
-            if (active_[0] > 0) parts_.tensor_comm_exposed += gap;
-            else if (active_[1] > 0) parts_.pipeline_comm_exposed += gap;
-            else if (active_[2] > 0) parts_.data_comm_exposed += gap;
+            if (moving_ != 0) parts_.comm_exposed[static_cast<std::size_t>(std::countr_zero(moving_))] += gap;
             else parts_.bubble += gap;
         }
         last_ = now;
@@ -77,7 +72,9 @@ private:
     RankBreakdown parts_;
     Time last_{0};
     bool busy_ = false;
-    std::array<std::uint32_t, 3> active_{};  // transfers moving data: tensor, pipeline, data
+    static_assert(kMaxCommClasses <= 8, "one bit per class in moving_");
+    std::uint8_t moving_ = 0;  // a bit per class with a transfer moving data
+    std::array<std::uint32_t, kMaxCommClasses> active_{};  // transfers moving data, per class
 };
 
 }  // namespace cuboid::sim

@@ -194,7 +194,7 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
         post(rank, s, slot);
         return;
     }
-    if (s == stream::kCompute) R.clock.compute_begins(now_);
+    if (s == kComputeStream) R.clock.compute_begins(now_);
     schedule(now_ + Time(slot.chain_time()), Payload{rank, p, EventKind::OpsDone, s});
 }
 
@@ -238,7 +238,7 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     ChainMemo& memo = chain_memos_[static_cast<std::size_t>(R.index - indexes_.data()) * kMaxStreams + s];
     if (memo.head != head || memo.end != now_.value) memo = {head, now_.value, chain_digest(slots, head, now_.value)};
     result_.fingerprint += memo.digest * R.key;
-    if (s == stream::kCompute) R.clock.compute_ends(now_, Time(h.chain_time()), Time(chain_recompute(slots, head)));
+    if (s == kComputeStream) R.clock.compute_ends(now_, Time(h.chain_time()), Time(chain_recompute(slots, head)));
     stream_advanced(rank, s, h.chain_last - head + 1);
 }
 

@@ -26,7 +26,7 @@ void Engine::report_deadlock() const {
             const std::uint32_t op = slots[R.done[s]].op;
             const Op& o = R.list->ops[op];
             stuck += fmt::format("\n  rank {}, op '{}' (#{}), stream {}", r, program_.labels.at(o.label), op,
-                                 stream_name(static_cast<StreamId>(s)));
+                                 stream_name(program_, static_cast<StreamId>(s)));
             if ((R.busy >> s) & 1U) {
                 const auto& slot = slot_refs_[R.slot_base + o.group_slot];
                 const Group& g = groups_[slot.group];

@@ -1,6 +1,7 @@
 // Lockstep runs of engine.hpp (docs/simulator.md, "Lockstep runs").
 //
-// When an exclusive tensor-parallel collective starts, its members leave it together, and its
+// When an exclusive collective of a lockstep class (CommClass::lockstep: cuboid's tensor-parallel
+// collectives) starts, its members leave it together, and its
 // duration is known. If they all run the same op list from the same position, and the compute
 // stream waits for that collective, every member's compute stream and communication stream are
 // from then on the same function of time, as long as their ops wait only for each other and the
@@ -17,8 +18,8 @@
 //
 // The breakdown: from the first collective's start to the last one's end, the compute stream of a
 // member either runs a chain of the run or waits for a collective of the run, which is moving
-// data then. The clock, which sees one tensor transfer open all along and an idle compute stream,
-// charges all of it to tensor communication; the run's chain time is moved to compute afterwards
+// data then. The clock, which sees one transfer of the run's class open all along and an idle
+// compute stream, charges all of it to that class; the run's chain time is moved to compute afterwards
 // (BreakdownClock::lockstep_ends).
 #include <algorithm>
 #include <bit>
@@ -82,10 +83,10 @@ void Engine::plan_lockstep(RunMemo& memo, const RunStart& start) {
     // What the run adds up to: its chains but one still running, and its collectives but the
     // last, which ends as any transfer.
     const auto& comm = index.streams[x];
-    const auto& chains = index.streams[stream::kCompute];
+    const auto& chains = index.streams[kComputeStream];
     const auto& awaited = index.awaited_by;
     const auto outside_c = static_cast<StreamMask>(~(1U << x));
-    const auto outside_x = static_cast<StreamMask>(~(1U << stream::kCompute));
+    const auto outside_x = static_cast<StreamMask>(~(1U << kComputeStream));
     run.checkpoints.clear();
     run.busy = Time(0);
     run.recompute = Time(0);
@@ -105,8 +106,8 @@ void Engine::plan_lockstep(RunMemo& memo, const RunStart& start) {
         run.recompute += Time(chain_recompute(chains, run.compute_count));
         run.digest += chain_digest(chains, run.compute_count, c.end);
         run.compute_count = c.end_count;
-        if ((awaited[stream::kCompute][c.end_count - 1] & outside_c) != 0) {
-            run.checkpoints.push_back({Time(c.end), c.end_count, stream::kCompute});
+        if ((awaited[kComputeStream][c.end_count - 1] & outside_c) != 0) {
+            run.checkpoints.push_back({Time(c.end), c.end_count, kComputeStream});
         }
     }
     for (std::uint32_t k = 0; k < end.last; ++k) {
@@ -142,7 +143,7 @@ void Engine::plan_run(const RunStart& start, std::vector<RunPlanCall>& calls) {
     const std::uint32_t first = start.first;
     // Raw views, read into locals once: the pushes below store pointers, which the compiler must
     // otherwise assume may change the index's vectors, and reload them for every chain.
-    const std::span<const StreamSlot> chains(index.streams[stream::kCompute]);
+    const std::span<const StreamSlot> chains(index.streams[kComputeStream]);
     const std::span<const StreamSlot> comm(index.streams[x]);
     const Requirement* const reqs = index.requirements.data();
     // The count of stream `s` that `slot` waits for, and whether it waits for any other stream.
@@ -201,12 +202,14 @@ void Engine::plan_run(const RunStart& start, std::vector<RunPlanCall>& calls) {
         while (!comm_stops) {
             const std::uint32_t j = first + static_cast<std::uint32_t>(run_collectives_.size());
             if (comm_needs == kUnknown) {
-                if (j >= comm.size() || !OpListIndex::lockstep_collective(comm[j]) || comm[j].group_slot() != group_slot) {
+                // One group, so one class: the clock charges the run's wait to the first's.
+                if (j >= comm.size() || !index.lockstep_collective(comm[j]) || comm[j].group_slot() != group_slot ||
+                    comm[j].category != comm[first].category) {
                     comm_stops = true;
                     break;
                 }
                 bool others = false;
-                comm_needs = needs_of(comm[j], stream::kCompute, others);
+                comm_needs = needs_of(comm[j], kComputeStream, others);
                 if (others) {
                     comm_stops = true;
                     break;
@@ -245,7 +248,7 @@ void Engine::plan_run(const RunStart& start, std::vector<RunPlanCall>& calls) {
 // collective, or it would have started earlier. And every collective of the run waits only for
 // chains that have ended.
 Engine::RunEnd Engine::run_end(const OpListIndex& index, StreamId x, std::uint32_t first) const {
-    const auto& chains = index.streams[stream::kCompute];
+    const auto& chains = index.streams[kComputeStream];
     const auto& comm = index.streams[x];
     const std::uint32_t compute_base = index.compute_requirement(comm[first]);
     for (auto last = static_cast<std::uint32_t>(run_collectives_.size()); last-- > 1;) {
@@ -261,7 +264,7 @@ Engine::RunEnd Engine::run_end(const OpListIndex& index, StreamId x, std::uint32
         }
         bool posted = true;
         for (std::uint32_t k = 1; k <= last && posted; ++k) {
-            posted = index.requirement_on(comm[first + k], stream::kCompute, others) <= ended;
+            posted = index.requirement_on(comm[first + k], kComputeStream, others) <= ended;
         }
         if (posted) return {last, c, running};
     }
@@ -273,7 +276,7 @@ Engine::RunEnd Engine::run_end(const OpListIndex& index, StreamId x, std::uint32
 void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
     const Transfer& T = transfers_[id];
     const RunCheckpoint cp = T.run.checkpoints[k];
-    const auto run_streams = static_cast<unsigned>((1U << stream::kCompute) | (1U << T.ops[0].stream));
+    const auto run_streams = static_cast<unsigned>((1U << kComputeStream) | (1U << T.ops[0].stream));
     for (const Rendezvous::Member& member : rendezvous_.members(T.group)) {
         RankState& R = ranks_[member.rank];
         R.remaining -= cp.count - R.done[cp.stream];
@@ -296,22 +299,23 @@ void Engine::close_lockstep(std::uint32_t id) {
     Transfer& T = transfers_[id];
     const StreamId x = T.ops[0].stream;
     const bool running = T.run.running_end >= Time(0);
-    const auto compute_bit = static_cast<StreamMask>(1U << stream::kCompute);
+    const auto compute_bit = static_cast<StreamMask>(1U << kComputeStream);
     const auto members = rendezvous_.members(T.group);
     std::uint64_t keys = 0;
     for (std::uint32_t m = 0; m < members.size(); ++m) {
         const std::uint32_t rank = members[m].rank;
         RankState& R = ranks_[rank];
         keys += R.key;
-        R.remaining -= (T.run.compute_count - R.done[stream::kCompute]) + (T.run.comm_count - R.done[x]);
-        R.done[stream::kCompute] = T.run.compute_count;
+        R.remaining -= (T.run.compute_count - R.done[kComputeStream]) + (T.run.comm_count - R.done[x]);
+        R.done[kComputeStream] = T.run.compute_count;
         R.done[x] = T.run.comm_count;
-        R.clock.lockstep_ends(now_, T.run.busy, T.run.recompute, running ? T.run.running_start : Time(-1));
+        R.clock.lockstep_ends(now_, T.ops[m].category, T.run.busy, T.run.recompute,
+                              running ? T.run.running_start : Time(-1));
         if (running) {
             // The compute stream is busy, no longer waiting for the collective that ends now.
             R.busy = static_cast<StreamMask>(R.busy | compute_bit);
             R.waiters[x] = static_cast<StreamMask>(R.waiters[x] & ~compute_bit);
-            schedule(T.run.running_end, Payload{rank, T.run.compute_count, EventKind::OpsDone, stream::kCompute});
+            schedule(T.run.running_end, Payload{rank, T.run.compute_count, EventKind::OpsDone, kComputeStream});
         }
         T.ops[m].op = T.run.last_op;
     }

@@ -2,6 +2,7 @@
 // instances across ranks, flows sharing links max-min fairly.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -23,14 +24,12 @@ struct ProgramCosts {
 };
 
 // Time of one rank split by what it was doing on its compute stream, so that the parts add up
-// to its finish time: busy time per category, and idle time charged to the communication that
-// was moving data while the compute stream waited (else to the pipeline bubble).
+// to its finish time: busy time per category, and idle time charged to the communication class
+// that was moving data while the compute stream waited (else to the bubble).
 struct RankBreakdown {
     Time compute{0};
     Time recompute{0};
-    Time tensor_comm_exposed{0};
-    Time pipeline_comm_exposed{0};
-    Time data_comm_exposed{0};
+    std::array<Time, kMaxCommClasses> comm_exposed{};  // per class of Program::comm_classes
     Time bubble{0};
 };
 
@@ -72,8 +71,8 @@ struct SimOptions {
     // Run a transfer whose links no concurrent transfer can use as one event, with the duration
     // the network would compute (sim/exclusive.hpp). It changes no time; only fewer events.
     bool exclusive_transfers = true;
-    // Run a lockstep run of exclusive tensor-parallel collectives and the compute chains between
-    // them (sim/op_list_index.hpp) as one event, with the times it would have step by step. It
+    // Run a lockstep run of exclusive collectives of a lockstep class (CommClass::lockstep) and
+    // the compute chains between them (sim/op_list_index.hpp) as one event, with the times it would have step by step. It
     // changes no time; only fewer events. Needs exclusive_transfers, and is off under observers.
     bool lockstep_runs = true;
     std::vector<std::vector<std::uint32_t>> fold_generators;

@@ -32,30 +32,15 @@ std::string_view op_kind_name(OpKind kind) {
     return "unknown";
 }
 
-std::string_view category_name(OpCategory category) {
-    switch (category) {
-        case OpCategory::Compute: return "compute";
-        case OpCategory::Recompute: return "recompute";
-        case OpCategory::TensorComm: return "tensor_comm";
-        case OpCategory::PipelineComm: return "pipeline_comm";
-        case OpCategory::DataComm: return "data_comm";
-    }
-    return "unknown";
+std::string category_name(const Program& program, OpCategory category) {
+    if (category == OpCategory::Compute) return "compute";
+    if (category == OpCategory::Recompute) return "recompute";
+    const auto c = static_cast<std::size_t>(comm_class_of(category));
+    return c < program.comm_classes.size() ? program.comm_classes[c].name + "_comm" : "unknown";
 }
 
-std::string_view stream_name(StreamId s) {
-    switch (s) {
-        case stream::kCompute: return "compute";
-        case stream::kTensorComm: return "tensor-comm";
-        case stream::kPipelineSend: return "pipeline-send";
-        case stream::kPipelineRecv: return "pipeline-recv";
-        case stream::kDataComm: return "data-comm";
-        case stream::kHost: return "host";
-        case stream::kParamGather: return "param-gather";
-        case stream::kContextComm: return "context-comm";
-        case stream::kPipelineSendBack: return "pipeline-send-back";
-        default: return "stream";
-    }
+std::string stream_name(const Program& program, StreamId s) {
+    return s < program.stream_names.size() ? program.stream_names[s] : "stream " + std::to_string(s);
 }
 
 }  // namespace cuboid::sim

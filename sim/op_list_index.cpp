@@ -31,6 +31,12 @@ Counts requirements_of(const OpList& list, const std::vector<std::uint32_t>& pos
     return need;
 }
 
+[[noreturn]] void throw_unclassed(std::uint32_t op, const Op& o) {
+    throw std::logic_error("op list: communication op " + std::to_string(op) + " has category " +
+                           std::to_string(static_cast<int>(o.category)) +
+                           ", which names no communication class of the program");
+}
+
 bool within(std::span<const Requirement> reqs, const Counts& limit) {
     for (const Requirement& r : reqs) {
         if (r.count > limit[r.stream]) return false;
@@ -40,7 +46,21 @@ bool within(std::span<const Requirement> reqs, const Counts& limit) {
 
 }  // namespace
 
-OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains) {
+CommClassRules CommClassRules::of(const Program& program) {
+    if (program.comm_classes.size() > static_cast<std::size_t>(kMaxCommClasses)) {
+        throw std::logic_error("program: " + std::to_string(program.comm_classes.size()) +
+                               " communication classes (at most " + std::to_string(kMaxCommClasses) + ")");
+    }
+    CommClassRules rules{static_cast<int>(program.comm_classes.size()), 0};
+    for (int c = 0; c < rules.count; ++c) {
+        if (program.comm_classes[static_cast<std::size_t>(c)].lockstep) rules.lockstep |= static_cast<std::uint8_t>(1U << c);
+    }
+    return rules;
+}
+
+OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains,
+                         CommClassRules classes)
+    : lockstep_classes(classes.lockstep) {
     const auto n = static_cast<std::uint32_t>(list.ops.size());
     if (durations.size() != n) throw std::logic_error("program costs: durations do not match the op list");
     // Sizes first, so that each vector is allocated once, at its final size: the lists are long
@@ -90,6 +110,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
         slot.is_comm = is_communication(o.kind);
         slot.category = o.category;
         if (slot.is_comm) {
+            if (comm_class_of(o.category) >= classes.count) throw_unclassed(op, o);
             comm_streams = static_cast<StreamMask>(comm_streams | (1U << s));
             slot.tag = static_cast<std::uint8_t>(o.kind);
             slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
@@ -157,25 +178,26 @@ std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCos
     if (costs.durations.size() != program.op_lists.size()) {
         throw std::logic_error("program costs: one duration list per op list expected");
     }
+    const CommClassRules classes = CommClassRules::of(program);
     std::vector<OpListIndex> indexes;
     indexes.reserve(program.op_lists.size());
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
-        indexes.emplace_back(program.op_lists[l], costs.durations[l], merge_chains);
+        indexes.emplace_back(program.op_lists[l], costs.durations[l], merge_chains, classes);
     }
     return indexes;
 }
 
 std::uint32_t OpListIndex::compute_requirement(const StreamSlot& slot) const {
     bool others = false;
-    return requirement_on(slot, stream::kCompute, others);
+    return requirement_on(slot, kComputeStream, others);
 }
 
 void OpListIndex::find_lockstep_starts() {
-    const auto& chains = streams[stream::kCompute];
+    const auto& chains = streams[kComputeStream];
     for (int x = 0; x < kMaxStreams; ++x) {
         const auto& slots = streams[x];
         lockstep_start[x].assign(slots.size(), false);
-        if (x == stream::kCompute) continue;
+        if (x == kComputeStream) continue;
         for (std::uint32_t k = 0; k < slots.size(); ++k) {
             if (!lockstep_collective(slots[k])) continue;
             const std::uint32_t head = compute_requirement(slots[k]);

@@ -24,7 +24,7 @@ namespace cuboid::sim {
 inline constexpr int kMaxStreams = 16;
 // One bit per stream of a rank (who is busy, who waits for whom).
 using StreamMask = std::uint16_t;
-static_assert(kMaxStreams <= 16 && stream::kCount <= kMaxStreams);
+static_assert(kMaxStreams <= 16);
 
 // "Stream `stream` must have finished at least `count` ops."
 struct Requirement {
@@ -77,11 +77,21 @@ inline std::int64_t chain_recompute(const std::vector<StreamSlot>& slots, std::u
     return slots[head + 1].word1;
 }
 
+// What an index needs of the program around its list: how many communication classes there are
+// (a communication op of a category past them is a malformed list), and a bit per class whose
+// collectives may form lockstep runs.
+struct CommClassRules {
+    int count = 0;
+    std::uint8_t lockstep = 0;
+
+    static CommClassRules of(const Program& program);  // throws std::logic_error past kMaxCommClasses
+};
+
 struct OpListIndex {
     // `durations` are the op list's compute durations; with `merge_chains` false every compute op
     // is a chain of its own. Throws std::logic_error on a malformed list (dependency on a later
-    // op, stream id past kMaxStreams).
-    OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains);
+    // op, stream id past kMaxStreams, a communication op of no class of `classes`).
+    OpListIndex(const OpList& list, std::span<const Time> durations, bool merge_chains, CommClassRules classes);
 
     int stream_count = 0;  // 1 + the highest stream id used
     // A bit per stream that holds a communication op: the readers of communication ops skip the
@@ -95,8 +105,8 @@ struct OpListIndex {
     // Per stream and position, a bit per other stream that waits for the op there to finish.
     std::array<std::vector<StreamMask>, kMaxStreams> awaited_by;
     // Per stream and position: a lockstep run (sim/engine_lockstep.cpp) may begin with the op
-    // there, a tensor-parallel collective that the compute stream waits for before doing anything
-    // else. Once it starts, every member that runs it from the same position of one op list
+    // there, a collective of a lockstep class that the compute stream waits for before doing
+    // anything else. Once it starts, every member that runs it from the same position of one op list
     // leaves it at the same time, in the same state.
     std::array<std::vector<bool>, kMaxStreams> lockstep_start;
 
@@ -114,11 +124,13 @@ struct OpListIndex {
         }
         return count;
     }
-    // A collective a lockstep run can hold: tensor-parallel, between all members of its group.
-    static bool lockstep_collective(const StreamSlot& slot) {
-        return slot.is_comm && slot.category == OpCategory::TensorComm && slot.kind() != OpKind::Send &&
+    // A collective a lockstep run can hold: of a lockstep class, between all members of its group.
+    bool lockstep_collective(const StreamSlot& slot) const {
+        const int c = comm_class_of(slot.category);
+        return slot.is_comm && c >= 0 && (lockstep_classes >> c & 1U) != 0 && slot.kind() != OpKind::Send &&
                slot.kind() != OpKind::Recv && slot.kind() != OpKind::RingExchange;
     }
+    std::uint8_t lockstep_classes = 0;  // CommClassRules::lockstep
 
 private:
     void find_lockstep_starts();

@@ -119,9 +119,9 @@ std::vector<StreamMask> ordered_streams(const OpListIndex& index) {
 }
 
 std::vector<StreamMask> ordered_streams(const OpList& list) {
-    // Durations do not matter here, nor do chains: only the requirements are read.
+    // Durations do not matter here, nor do chains or classes: only the requirements are read.
     const std::vector<Time> durations(list.ops.size(), Time(0));
-    return ordered_streams(OpListIndex(list, durations, false));
+    return ordered_streams(OpListIndex(list, durations, false, CommClassRules{kMaxCommClasses, 0}));
 }
 
 bool same_order_inputs(const OpList& a, const OpList& b) {

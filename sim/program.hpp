@@ -38,7 +38,7 @@ enum class OpKind : std::uint8_t {
     Embedding,    // gather / scatter of rows
     CrossEntropy,
     Optimizer,    // Adam update over the local shard of parameters
-    HostDispatch, // the host thread issuing the next GPU op (framework + launch), on stream::kHost
+    HostDispatch, // the host thread issuing the next GPU op (framework + launch), on a host stream of its own
     // Communication (priced by the collective planner as flows on the network).
     AllReduce,
     AllGather,
@@ -69,15 +69,28 @@ inline constexpr bool is_fused_attention(OpKind k) {
 // Kernels whose work is matrix products on the tensor cores (counted in achieved FLOP/s).
 inline constexpr bool is_matmul(OpKind k) { return is_gemm(k) || is_fused_attention(k); }
 
-// What an op's time counts as in the iteration breakdown.
+// What an op's time counts as in the iteration breakdown: compute, recomputation, or the
+// communication of one of the program's communication classes (Program::comm_classes). sim names
+// no parallelism dimension: the program's builder says which classes exist (tensor, pipeline,
+// data, ... in cuboid's strategies) and ranks them; comm_category(i) is class i.
 enum class OpCategory : std::uint8_t {
-    Compute,       // forward, backward and optimizer work
-    Recompute,     // forward work repeated for activation recomputation
-    TensorComm,    // tensor-parallel collectives (1d/2d/3d/atp), sequence-parallel gathers
-    PipelineComm,  // activations and gradients between pipeline stages
-    DataComm,      // gradient reduction / parameter gathers across data-parallel replicas
+    Compute,    // forward, backward and optimizer work
+    Recompute,  // forward work repeated for activation recomputation
 };
-inline constexpr int kOpCategoryCount = 5;
+inline constexpr int kMaxCommClasses = 6;
+inline constexpr OpCategory comm_category(int comm_class) { return static_cast<OpCategory>(2 + comm_class); }
+// The communication class of a category; negative for Compute and Recompute.
+inline constexpr int comm_class_of(OpCategory category) { return static_cast<int>(category) - 2; }
+
+// A communication class as sim sees it. Classes are listed in the order in which the breakdown
+// charges the compute stream's idle time to communication that is moving data then (the first
+// class with a transfer in flight takes it), and named in traces ("<name>_comm") and results.
+struct CommClass {
+    std::string name;
+    // Its collectives may form lockstep runs (sim/engine_lockstep.cpp): collectives between every
+    // compute chain of a layer, which the compute stream waits for before doing anything else.
+    bool lockstep = false;
+};
 
 enum class Precision : std::uint8_t { Fp32, Tf32, Fp16, Bf16, Fp8 };
 
@@ -93,28 +106,11 @@ inline constexpr double bytes_per_element(Precision p) {
     return 4.0;
 }
 
-// Streams of a rank: ops on one stream run in program order, streams run concurrently. The
-// numbering is a convention between the program builder and its executors, not a limit of sim.
+// Streams of a rank: ops on one stream run in program order, streams run concurrently. Stream 0
+// is the compute stream, whose chains the breakdown times and lockstep runs merge; the other
+// numbers are the program builder's, named in Program::stream_names.
 using StreamId = std::uint8_t;
-namespace stream {
-inline constexpr StreamId kCompute = 0;
-inline constexpr StreamId kTensorComm = 1;
-inline constexpr StreamId kPipelineSend = 2;
-inline constexpr StreamId kPipelineRecv = 3;
-inline constexpr StreamId kDataComm = 4;
-inline constexpr StreamId kHost = 5;  // the CPU thread that issues the GPU ops (HostDispatch)
-// Parameter all-gathers of fully sharded data parallelism, apart from the gradient reductions
-// (FSDP and Megatron-FSDP issue them on streams of their own, so the next unit's gather
-// prefetches while the previous unit's gradient is reduce-scattered).
-inline constexpr StreamId kParamGather = 6;
-// Context parallelism's exchanges of keys and values (Transformer Engine runs them on a stream of
-// its own, so the next block moves while the attention kernel works on this one).
-inline constexpr StreamId kContextComm = 7;
-// Sends of the messages that flow back up the stages (zero bubble's V schedule): the runtime
-// issues each direction's sends asynchronously, so they do not queue behind the other direction's.
-inline constexpr StreamId kPipelineSendBack = 8;
-inline constexpr int kCount = 9;
-}  // namespace stream
+inline constexpr StreamId kComputeStream = 0;
 
 struct GemmShape {
     std::int64_t m = 0;  // rows of the output (tokens)
@@ -144,7 +140,7 @@ struct Op {
     OpKind kind = OpKind::Elementwise;
     OpCategory category = OpCategory::Compute;
     Precision precision = Precision::Bf16;
-    StreamId stream = stream::kCompute;
+    StreamId stream = kComputeStream;
     std::uint16_t group_slot = 0;  // communication: index into RankProgram::groups
     std::uint16_t dep_count = 0;   // at most kMaxOpDependencies (the builders check)
     std::uint32_t label = 0;       // index into Program::labels ("L3.fwd.qkv")
@@ -168,12 +164,12 @@ struct OpList {
     Bytes resident{0.0};  // memory held for the whole iteration: weights, gradients, optimizer state
 };
 
-// A communicator: the ranks of one tensor / pipeline-pair / data group. The k-th communication op
+// A communicator: the ranks of one group (a tensor, pipeline-pair or data group in cuboid's plans). The k-th communication op
 // that each member issues on a group is one instance; it starts when every member has issued it
 // (as with an NCCL communicator, members issue a group's collectives in the same order).
 struct Group {
     std::vector<std::uint32_t> ranks;  // in ring order; for a Send/Recv pair: {lower stage, higher stage}
-    std::uint32_t label = 0;            // index into Program::labels ("tp", "pp", "dp", ...)
+    std::uint32_t label = 0;            // index into Program::labels
 };
 
 struct RankProgram {
@@ -183,6 +179,11 @@ struct RankProgram {
 
 // Rank r runs on device r of the cluster.
 struct Program {
+    // What the builder calls its streams (index: StreamId; a stream past the end is "stream N")
+    // and its communication classes (index: comm_class_of(category)), which every communication
+    // op's category must name.
+    std::vector<std::string> stream_names;
+    std::vector<CommClass> comm_classes;
     std::vector<std::string> labels;
     std::vector<OpList> op_lists;
     std::vector<Group> groups;

@@ -42,6 +42,9 @@ TraceWriter::TraceWriter(const Program& program, std::ostream& out, TraceOptions
       posted_(program.ranks.size() * kMaxStreams, 0) {
     labels_.reserve(program.labels.size());
     for (const std::string& l : program.labels) labels_.push_back(json_escape(l));
+    for (int c = 0; c < 2 + static_cast<int>(program.comm_classes.size()); ++c) {
+        categories_.push_back(json_escape(category_name(program, static_cast<OpCategory>(c))));
+    }
     buffer_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
     write_metadata();
 }
@@ -58,13 +61,18 @@ void TraceWriter::write_metadata() {
         }
         for (StreamId s = 0; s < streams; ++s) {
             emit(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", r, s,
-                             stream_name(s)));
+                             json_escape(stream_name(program_, s))));
         }
     }
 }
 
 const Op& TraceWriter::op_of(std::uint32_t rank, std::uint32_t op) const {
     return program_.op_lists[program_.ranks[rank].op_list].ops[op];
+}
+
+std::string_view TraceWriter::category_of(const Op& op) const {
+    const auto c = static_cast<std::size_t>(op.category);
+    return c < categories_.size() ? std::string_view(categories_[c]) : std::string_view("unknown");
 }
 
 std::size_t TraceWriter::slot(std::uint32_t rank, std::uint32_t op) const {
@@ -75,7 +83,7 @@ void TraceWriter::compute_started(std::uint32_t rank, std::uint32_t op, Time t) 
 
 void TraceWriter::compute_finished(std::uint32_t rank, std::uint32_t op, Time t) {
     const Op& o = op_of(rank, op);
-    slice(rank, o.stream, labels_[o.label], category_name(o.category), begin_[slot(rank, op)], t.value);
+    slice(rank, o.stream, labels_[o.label], category_of(o), begin_[slot(rank, op)], t.value);
 }
 
 void TraceWriter::comm_posted(std::uint32_t rank, std::uint32_t op, Time t) { posted_[slot(rank, op)] = t.value; }
@@ -90,7 +98,7 @@ void TraceWriter::comm_started(std::uint32_t rank, std::uint32_t op, Time t) {
 
 void TraceWriter::comm_finished(std::uint32_t rank, std::uint32_t op, Time t) {
     const Op& o = op_of(rank, op);
-    slice(rank, o.stream, labels_[o.label], category_name(o.category), begin_[slot(rank, op)], t.value);
+    slice(rank, o.stream, labels_[o.label], category_of(o), begin_[slot(rank, op)], t.value);
 }
 
 void TraceWriter::slice(std::uint32_t rank, StreamId stream, std::string_view name, std::string_view cat,

@@ -41,6 +41,7 @@ public:
 
 private:
     const Op& op_of(std::uint32_t rank, std::uint32_t op) const;
+    std::string_view category_of(const Op& op) const;
     std::size_t slot(std::uint32_t rank, std::uint32_t op) const;
     void write_metadata();
     void slice(std::uint32_t rank, StreamId stream, std::string_view name, std::string_view cat,
@@ -52,6 +53,7 @@ private:
     std::ostream& out_;
     TraceOptions options_;
     std::vector<std::string> labels_;      // JSON-escaped
+    std::vector<std::string> categories_;  // category value -> its name, JSON-escaped
     std::vector<std::int64_t> begin_;      // per (rank, stream): start of the running op (ps)
     std::vector<std::int64_t> posted_;     // per (rank, stream): when the running comm op was posted
     std::string buffer_;

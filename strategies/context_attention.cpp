@@ -1,6 +1,7 @@
 #include "strategies/context_attention.hpp"
 
 #include "strategies/group_slots.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid {
 namespace {
@@ -11,7 +12,7 @@ using sim::OpKind;
 std::size_t at(Phase ph) { return static_cast<std::size_t>(ph); }
 
 sim::Op context_comm(OpKind kind, std::uint32_t label, double bytes) {
-    return comm_op(kind, label, bytes, sim::stream::kContextComm, slot::kContext, OpCategory::TensorComm);
+    return comm_op(kind, label, bytes, stream::kContextComm, slot::kContext, comm_class::kContext);
 }
 
 double elements(const LayerDims& d, std::int64_t heads) {

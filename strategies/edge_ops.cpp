@@ -1,6 +1,7 @@
 #include "strategies/edge_ops.hpp"
 
 #include "strategies/group_slots.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/tensor_modes/mode_linear.hpp"
 
 namespace cuboid {
@@ -84,8 +85,8 @@ void emit_head_forward(OpEmitter& e, const LayerContext& c) {
         return;
     }
     const double scalars = kFp32 * static_cast<double>(c.dims.tokens());
-    const sim::Op reduce = comm_op(OpKind::AllReduce, l.xent_tp, scalars, sim::stream::kTensorComm, 0,
-                                   OpCategory::TensorComm);
+    const sim::Op reduce = comm_op(OpKind::AllReduce, l.xent_tp, scalars, stream::kTensorComm, 0,
+                                   comm_class::kTensor);
     e.wait_for(e.comm(reduce, last));  // the max over the vocabulary shards
     last = e.compute(xent);
     for (int i = 1; i < kXentReductions; ++i) last = e.comm(reduce, last);
@@ -153,8 +154,8 @@ std::uint32_t emit_tied_embedding_grad_sync(OpEmitter& e, const Labels& labels, 
     std::vector<std::uint32_t> deps;
     for (std::uint32_t op : after)
         if (op != kNoOp) deps.push_back(op);
-    return e.comm(comm_op(OpKind::AllReduce, labels.emb_grad_sync, bytes, sim::stream::kDataComm, slot::kEmbedding,
-                          OpCategory::DataComm),
+    return e.comm(comm_op(OpKind::AllReduce, labels.emb_grad_sync, bytes, stream::kDataComm, slot::kEmbedding,
+                          comm_class::kData),
                   deps);
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "hardware_models/profile.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid {
 namespace {
@@ -23,9 +24,9 @@ public:
     }
 
 private:
-    std::array<std::uint32_t, sim::stream::kCount> last_ = filled();
-    static std::array<std::uint32_t, sim::stream::kCount> filled() {
-        std::array<std::uint32_t, sim::stream::kCount> a{};
+    std::array<std::uint32_t, stream::kCount> last_ = filled();
+    static std::array<std::uint32_t, stream::kCount> filled() {
+        std::array<std::uint32_t, stream::kCount> a{};
         a.fill(kNone);
         return a;
     }
@@ -38,7 +39,7 @@ sim::Op dispatch_of(const sim::Op& op) {
     h.kind = sim::OpKind::HostDispatch;
     h.category = op.category;
     h.precision = op.precision;
-    h.stream = sim::stream::kHost;
+    h.stream = stream::kHost;
     h.label = op.label;
     return h;
 }

@@ -6,6 +6,7 @@
 #include "strategies/context_attention.hpp"
 #include "strategies/mla_layer.hpp"
 #include "strategies/moe_layer.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/tensor_modes/mode_layer.hpp"
 
 namespace cuboid {
@@ -449,8 +450,8 @@ std::uint32_t emit_tp_collective_of(OpEmitter& e, const LayerContext& c, Phase p
     const std::size_t k = kind == OpKind::AllReduce ? 0 : (kind == OpKind::AllGather ? 1 : 2);
     // Collectives of recomputation are tensor-parallel communication too: the breakdown splits
     // compute from recompute only for compute ops.
-    const auto cat = OpCategory::TensorComm;
-    const sim::Op o = comm_op(kind, c.labels->tp[static_cast<std::size_t>(phase)][k], bytes, sim::stream::kTensorComm,
+    const auto cat = comm_class::kTensor;
+    const sim::Op o = comm_op(kind, c.labels->tp[static_cast<std::size_t>(phase)][k], bytes, stream::kTensorComm,
                               0, cat);
     return e.comm(o, after);
 }

@@ -1,6 +1,7 @@
 #include "strategies/moe_layer.hpp"
 
 #include "strategies/group_slots.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid {
 namespace {
@@ -36,10 +37,11 @@ sim::Op kernel_op(const LayerContext& c, Phase ph, MoeOp op, sim::OpKind kind, d
     return memory_op(kind, c.labels->moe[static_cast<std::size_t>(ph)][idx(op)], bytes, category(ph));
 }
 
-// A collective of the expert layer on the tensor-communication stream, after `after`.
+// A collective of the expert layer on the tensor-communication stream, after `after`: expert
+// communication in the breakdown.
 std::uint32_t expert_collective(OpEmitter& e, OpKind kind, std::uint32_t label, double bytes, std::uint16_t slot,
                                 std::uint32_t after, double frees = 0.0) {
-    sim::Op o = comm_op(kind, label, bytes, sim::stream::kTensorComm, slot, OpCategory::TensorComm);
+    sim::Op o = comm_op(kind, label, bytes, stream::kTensorComm, slot, comm_class::kExpert);
     o.memory_free = Bytes(frees);
     return e.comm(o, after);
 }

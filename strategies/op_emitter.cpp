@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strategies/program_streams.hpp"
+
 namespace cuboid {
 namespace {
 
@@ -48,7 +50,7 @@ std::uint32_t OpEmitter::append(sim::Op op, const std::uint32_t* deps, std::uint
 }
 
 std::uint32_t OpEmitter::compute(sim::Op op) {
-    op.stream = sim::stream::kCompute;
+    op.stream = stream::kCompute;
     const std::uint32_t i = append(op, pending_.data(), static_cast<std::uint32_t>(pending_.size()));
     pending_.clear();
     last_compute_ = i;

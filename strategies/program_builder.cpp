@@ -8,6 +8,7 @@
 #include "sim/parallel_for.hpp"
 #include "strategies/model_math.hpp"
 #include "strategies/program_groups.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/stage_builder.hpp"
 #include "strategies/training_state.hpp"
 
@@ -192,6 +193,7 @@ namespace {
 sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector<int>& checkpointed, ProgramTags* tags,
                           int threads) {
     sim::Program program;
+    name_streams_and_classes(program);
     const Labels labels = intern_labels(program);
     // The embedding's copy on the last stage (GPT's tied output matrix, or multi-token prediction's
     // lookups) all-reduces its gradient with the first stage's.

@@ -18,14 +18,35 @@
 
 namespace cuboid {
 
+// Where the critical GPU's iteration went (docs/simulator.md, "Iteration breakdown"): its parts
+// add up to the iteration time. Exposed communication is the compute stream's idle time while
+// that axis' communication moves data, one part per communication class (program_streams.hpp).
 struct Breakdown {
     double compute_s = 0.0;
     double recompute_s = 0.0;
     double tp_comm_exposed_s = 0.0;
+    double cp_comm_exposed_s = 0.0;  // context parallelism's key/value exchanges
+    double ep_comm_exposed_s = 0.0;  // expert parallelism's dispatch and combine
     double pp_comm_exposed_s = 0.0;
     double dp_comm_exposed_s = 0.0;
     double bubble_s = 0.0;
+
+    double exposed_comm_s() const {
+        return tp_comm_exposed_s + cp_comm_exposed_s + ep_comm_exposed_s + pp_comm_exposed_s + dp_comm_exposed_s;
+    }
 };
+
+// The parts of a Breakdown in report order, one table for every writer and reader: the key in
+// results ("tp_comm_exposed", under breakdown_s), the label of text reports and charts, and the
+// member. Results always carry every part; text reports and tables leave out a part that is not
+// `always_shown` when it is zero (the axes most plans lack: context, expert).
+struct BreakdownPart {
+    const char* key;
+    const char* label;
+    double Breakdown::*seconds;
+    bool always_shown = true;
+};
+std::span<const BreakdownPart> breakdown_parts();
 
 // The bubble of the breakdown in two parts that sum to it. A GPU whose stage has less work than
 // the busiest stage waits, in steady state, for that stage every micro-batch: over the iteration

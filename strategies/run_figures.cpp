@@ -1,9 +1,12 @@
 #include "strategies/run_figures.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <stdexcept>
 
 #include "sim/memory.hpp"
 #include "strategies/model_math.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/training_cost.hpp"
 #include "strategies/training_state.hpp"
 
@@ -16,13 +19,41 @@ std::uint32_t critical_rank(const sim::SimResult& sim) {
     return best;
 }
 
+std::span<const BreakdownPart> breakdown_parts() {
+    static constexpr BreakdownPart kParts[] = {
+        {"compute", "compute", &Breakdown::compute_s},
+        {"recompute", "recompute", &Breakdown::recompute_s},
+        {"tp_comm_exposed", "tp comm exposed", &Breakdown::tp_comm_exposed_s},
+        {"cp_comm_exposed", "cp comm exposed", &Breakdown::cp_comm_exposed_s, false},
+        {"ep_comm_exposed", "ep comm exposed", &Breakdown::ep_comm_exposed_s, false},
+        {"pp_comm_exposed", "pp comm exposed", &Breakdown::pp_comm_exposed_s},
+        {"dp_comm_exposed", "dp comm exposed", &Breakdown::dp_comm_exposed_s},
+        {"bubble", "bubble", &Breakdown::bubble_s},
+    };
+    return kParts;
+}
+
+double Breakdown::*exposed_part(sim::OpCategory comm) {
+    // Indexed by communication class (program_streams.hpp).
+    static constexpr double Breakdown::*kByClass[] = {&Breakdown::tp_comm_exposed_s, &Breakdown::cp_comm_exposed_s,
+                                                      &Breakdown::ep_comm_exposed_s, &Breakdown::pp_comm_exposed_s,
+                                                      &Breakdown::dp_comm_exposed_s};
+    static_assert(std::size(kByClass) == comm_class::kCount);
+    static_assert(sim::comm_class_of(comm_class::kTensor) == 0 && sim::comm_class_of(comm_class::kContext) == 1 &&
+                  sim::comm_class_of(comm_class::kExpert) == 2 && sim::comm_class_of(comm_class::kPipeline) == 3 &&
+                  sim::comm_class_of(comm_class::kData) == 4);
+    const int c = sim::comm_class_of(comm);
+    if (c < 0 || c >= comm_class::kCount) throw std::logic_error("exposed_part: not a communication class");
+    return kByClass[c];
+}
+
 Breakdown breakdown_seconds(const sim::RankBreakdown& b) {
     Breakdown out;
     out.compute_s = to_seconds(b.compute);
     out.recompute_s = to_seconds(b.recompute);
-    out.tp_comm_exposed_s = to_seconds(b.tensor_comm_exposed);
-    out.pp_comm_exposed_s = to_seconds(b.pipeline_comm_exposed);
-    out.dp_comm_exposed_s = to_seconds(b.data_comm_exposed);
+    for (int c = 0; c < comm_class::kCount; ++c) {
+        out.*exposed_part(sim::comm_category(c)) = to_seconds(b.comm_exposed[static_cast<std::size_t>(c)]);
+    }
     out.bubble_s = to_seconds(b.bubble);
     return out;
 }

@@ -15,6 +15,9 @@ namespace cuboid {
 std::uint32_t critical_rank(const sim::SimResult& sim);
 
 Breakdown breakdown_seconds(const sim::RankBreakdown& b);
+// The member of Breakdown that holds the exposed time of communication class `comm`
+// (program_streams.hpp); throws std::logic_error for a category of no class.
+double Breakdown::*exposed_part(sim::OpCategory comm);
 
 // A rank's busy time: compute and recomputation on its compute stream, in seconds.
 double busy_seconds(const sim::RankBreakdown& b);

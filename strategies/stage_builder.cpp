@@ -5,6 +5,7 @@
 
 #include "strategies/edge_ops.hpp"
 #include "strategies/group_slots.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/tensor_modes/partial_grads.hpp"
 #include "strategies/training_state.hpp"
@@ -130,8 +131,8 @@ private:
             const OpTag saved = b_.e_.context();
             b_.e_.set_context(OpTag{units_[i], st_.micro, st_.chunk, -1});
             const double bytes = b_.unit_params(units_[i]) * b_.plan_.weight_bytes_per_param;
-            issued_.push_back(b_.e_.comm(comm_op(OpKind::AllGather, label_, bytes, sim::stream::kParamGather,
-                                                 slot::kShardGather, OpCategory::DataComm),
+            issued_.push_back(b_.e_.comm(comm_op(OpKind::AllGather, label_, bytes, stream::kParamGather,
+                                                 slot::kShardGather, comm_class::kData),
                                          b_.e_.last_compute()));
             b_.e_.set_context(saved);
         }
@@ -153,11 +154,11 @@ private:
         e_.set_context(OpTag{unit, st.micro, st.chunk, -1});
         const double bytes = params * plan_.grad_bytes_per_param;
         std::uint32_t done = e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_reduce_scatter, bytes,
-                                             sim::stream::kDataComm, slot::kShard, OpCategory::DataComm),
+                                             stream::kDataComm, slot::kShard, comm_class::kData),
                                      e_.last_compute());
         if (final_pass && l_.hybrid_sharding())
             done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
-                                   sim::stream::kDataComm, slot::kReplica, OpCategory::DataComm),
+                                   stream::kDataComm, slot::kReplica, comm_class::kData),
                            done);
         if (final_pass) reductions_.push_back(done);
         e_.set_context(saved);
@@ -173,9 +174,9 @@ private:
 
     sim::Op p2p(OpKind kind, std::uint32_t label, std::uint16_t slot) const {
         // ZB-V's sends back up the stages on a stream of their own (group_slots.hpp).
-        const sim::StreamId send = slot::way_back(slot) ? sim::stream::kPipelineSendBack : sim::stream::kPipelineSend;
-        const sim::StreamId stream = kind == OpKind::Send ? send : sim::stream::kPipelineRecv;
-        return comm_op(kind, label, plan_.message_bytes, stream, slot, OpCategory::PipelineComm);
+        const sim::StreamId send = slot::way_back(slot) ? stream::kPipelineSendBack : stream::kPipelineSend;
+        const sim::StreamId stream = kind == OpKind::Send ? send : stream::kPipelineRecv;
+        return comm_op(kind, label, plan_.message_bytes, stream, slot, comm_class::kPipeline);
     }
 
     // Receives a message (and gathers it over the tensor group); the next compute op waits for
@@ -184,8 +185,8 @@ private:
         std::uint32_t done = e_.comm(p2p(OpKind::Recv, label, slot), kNoOp);
         if (plan_.gather_after_recv) {
             const double full = plan_.message_bytes * l_.tensor;
-            done = e_.comm(comm_op(OpKind::AllGather, labels_.pp_gather, full, sim::stream::kTensorComm,
-                                   slot::kTensor, OpCategory::PipelineComm),
+            done = e_.comm(comm_op(OpKind::AllGather, labels_.pp_gather, full, stream::kTensorComm,
+                                   slot::kTensor, comm_class::kPipeline),
                            done);
         }
         e_.wait_for(done);
@@ -452,8 +453,8 @@ private:
         const bool sharded = plan_.zero_stage >= 1;
         const sim::Op op = comm_op(sharded ? OpKind::ReduceScatter : OpKind::AllReduce,
                                    sharded ? labels_.edp_reduce_scatter : labels_.edp_allreduce,
-                                   params * plan_.grad_bytes_per_param, sim::stream::kDataComm, slot::kExpertData,
-                                   OpCategory::DataComm);
+                                   params * plan_.grad_bytes_per_param, stream::kDataComm, slot::kExpertData,
+                                   comm_class::kData);
         reductions_.push_back(e_.comm(op, after));
     }
 
@@ -463,8 +464,8 @@ private:
         const bool sharded = plan_.zero_stage >= 1;
         const sim::Op op = comm_op(sharded ? OpKind::ReduceScatter : OpKind::AllReduce,
                                    sharded ? labels_.dp_reduce_scatter : labels_.dp_allreduce,
-                                   params * plan_.grad_bytes_per_param, sim::stream::kDataComm, slot::kData,
-                                   OpCategory::DataComm);
+                                   params * plan_.grad_bytes_per_param, stream::kDataComm, slot::kData,
+                                   comm_class::kData);
         reductions_.push_back(e_.comm(op, after));
     }
 
@@ -480,7 +481,7 @@ private:
         for (const PartialGradReduction& r :
              partial_grad_reductions(plan_.layer.dims, l_.layers_on_stage(plan_.stage), head, moe_layers)) {
             const sim::Op op = comm_op(OpKind::AllReduce, labels_.tp_grad_sync, r.params * plan_.grad_bytes_per_param,
-                                       sim::stream::kTensorComm, r.slot, OpCategory::TensorComm);
+                                       stream::kTensorComm, r.slot, comm_class::kTensor);
             after = last = e_.comm(op, after);
             reductions_.push_back(last);
         }
@@ -507,11 +508,11 @@ private:
                                                              shard * plan_.optimizer_bytes_per_param, OpCategory::Compute));
         if (plan_.zero_stage >= 1 && plan_.zero_stage < 3 && data_parallel())
             e_.comm(comm_op(OpKind::AllGather, labels_.dp_all_gather, params * plan_.weight_bytes_per_param,
-                            sim::stream::kDataComm, slot::kData, OpCategory::DataComm),
+                            stream::kDataComm, slot::kData, comm_class::kData),
                     opt);
         if (plan_.zero_stage >= 1 && plan_.zero_stage < 3 && expert_data_parallel() && experts > 0.0)
             e_.comm(comm_op(OpKind::AllGather, labels_.edp_all_gather, experts * plan_.weight_bytes_per_param,
-                            sim::stream::kDataComm, slot::kExpertData, OpCategory::DataComm),
+                            stream::kDataComm, slot::kExpertData, comm_class::kData),
                     opt);
         // ZeRO-3 keeps only the gradient shard between iterations; the others the whole buffer.
         const double zeroed = plan_.zero_stage == 3 ? shard : params + experts;

@@ -9,20 +9,31 @@
 
 namespace cuboid::cli {
 
+// The parts of the breakdown (breakdown_parts), the bubble in its two parts (run.hpp, BubbleSplit).
 std::vector<std::string> breakdown_part_names() {
-    return {"compute",          "recompute",         "TP comm (exposed)",         "PP comm (exposed)",
-            "DP comm (exposed)", "bubble: fill and drain", "bubble: stage imbalance"};
+    std::vector<std::string> names;
+    for (const BreakdownPart& part : breakdown_parts()) {
+        if (part.seconds == &Breakdown::bubble_s) {
+            names.insert(names.end(), {"bubble: fill and drain", "bubble: stage imbalance"});
+        } else {
+            names.push_back(part.label);
+        }
+    }
+    return names;
 }
 
 std::string breakdown_chart(const std::vector<std::pair<std::string, const RunResult*>>& plans) {
     std::vector<svg::StackedBar> bars;
     for (const auto& [label, x] : plans) {
-        const Breakdown& b = x->breakdown;
-        // The bubble in its two parts, which sum to it (run.hpp, BubbleSplit).
-        bars.push_back({label,
-                        {b.compute_s, b.recompute_s, b.tp_comm_exposed_s, b.pp_comm_exposed_s, b.dp_comm_exposed_s,
-                         x->bubble_split.schedule_s, x->bubble_split.stage_imbalance_s},
-                        fmt::format("{:.3f} s per iteration", x->iteration_time_s)});
+        std::vector<double> seconds;
+        for (const BreakdownPart& part : breakdown_parts()) {
+            if (part.seconds == &Breakdown::bubble_s) {
+                seconds.insert(seconds.end(), {x->bubble_split.schedule_s, x->bubble_split.stage_imbalance_s});
+            } else {
+                seconds.push_back(x->breakdown.*part.seconds);
+            }
+        }
+        bars.push_back({label, std::move(seconds), fmt::format("{:.3f} s per iteration", x->iteration_time_s)});
     }
     return svg::stacked_bar_chart(breakdown_part_names(), bars);
 }

@@ -18,12 +18,9 @@ namespace {
 std::int64_t whole_bytes(double b) { return static_cast<std::int64_t>(std::llround(b)); }
 
 nlohmann::ordered_json breakdown_json(const Breakdown& b) {
-    return {{"compute", b.compute_s},
-            {"recompute", b.recompute_s},
-            {"tp_comm_exposed", b.tp_comm_exposed_s},
-            {"pp_comm_exposed", b.pp_comm_exposed_s},
-            {"dp_comm_exposed", b.dp_comm_exposed_s},
-            {"bubble", b.bubble_s}};
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const BreakdownPart& part : breakdown_parts()) j[part.key] = b.*part.seconds;
+    return j;
 }
 
 nlohmann::ordered_json cluster_json(const hw::ClusterSpec& c) {

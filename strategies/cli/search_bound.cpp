@@ -6,6 +6,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "strategies/program_streams.hpp"
+
 namespace cuboid::cli {
 namespace {
 
@@ -28,7 +30,7 @@ StageWork stage_work(const sim::Program& program, const sim::ProgramCosts& costs
     const auto& ops = program.op_lists[list].ops;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const sim::Op& op = ops[i];
-        if (sim::is_communication(op.kind) || op.stream != sim::stream::kCompute) continue;
+        if (sim::is_communication(op.kind) || op.stream != stream::kCompute) continue;
         const double d = to_seconds(costs.durations[list][i]);
         w.busy_s += d;
         if (op.category == sim::OpCategory::Compute && is_layer_forward(program.labels[op.label]))
@@ -79,7 +81,7 @@ Time critical_path(const sim::Program& program, const sim::ProgramCosts& costs, 
         for (std::uint32_t d = op.first_dep; d < op.first_dep + op.dep_count; ++d)
             start = std::max(start, end[list.deps[d]]);
         const bool comm = sim::is_communication(op.kind);
-        if (!comm && op.stream == sim::stream::kCompute && !released) {
+        if (!comm && op.stream == stream::kCompute && !released) {
             start = std::max(start, fill);
             released = true;
         }

@@ -1,5 +1,8 @@
 #include "strategies/cli/search_output.hpp"
 
+#include <string>
+#include <string_view>
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -21,9 +24,15 @@ const std::string& value(const SweepResult& p, std::size_t point, std::size_t ax
 
 // Where the critical rank's time goes: the parts add up to the iteration time.
 void write_breakdown(std::ostream& out, const RunResult& x) {
-    const Breakdown& b = x.breakdown;
-    fmt::print(out, "        compute {:.3f}  recompute {:.3f}  tp {:.3f}  pp {:.3f}  dp {:.3f}  bubble {:.3f} s\n",
-               b.compute_s, b.recompute_s, b.tp_comm_exposed_s, b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.bubble_s);
+    std::string line = "       ";
+    for (const BreakdownPart& part : breakdown_parts()) {
+        const double seconds = x.breakdown.*part.seconds;
+        if (!part.always_shown && seconds == 0.0) continue;
+        // The first word of the label: "tp" of "tp comm exposed".
+        const std::string_view label(part.label);
+        line += fmt::format(" {} {:.3f} ", label.substr(0, label.find(' ')), seconds);
+    }
+    fmt::print(out, "{}s\n", line);
 }
 
 }  // namespace

@@ -9,13 +9,16 @@ namespace {
 using nlohmann::json;
 
 json breakdown_to_json(const Breakdown& b) {
-    return json::array({b.compute_s, b.recompute_s, b.tp_comm_exposed_s, b.pp_comm_exposed_s, b.dp_comm_exposed_s,
-                        b.bubble_s});
+    json j = json::array();
+    for (const BreakdownPart& part : breakdown_parts()) j.push_back(b.*part.seconds);
+    return j;
 }
 
 Breakdown breakdown_from_json(const json& j) {
-    return Breakdown{j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>(),
-                     j.at(3).get<double>(), j.at(4).get<double>(), j.at(5).get<double>()};
+    Breakdown b;
+    std::size_t i = 0;
+    for (const BreakdownPart& part : breakdown_parts()) b.*part.seconds = j.at(i++).get<double>();
+    return b;
 }
 
 template <typename T>

@@ -12,15 +12,15 @@
 namespace cuboid::cli {
 namespace {
 
-// Columns read from the row JSON by JSON pointer; "status" and "pareto" come first.
+// Columns read from the row JSON by JSON pointer; "status" and "pareto" come first, and every
+// part of the breakdown (breakdown_parts) between the first list and the second.
 const char* const kRunColumns[] = {
     "scenario", "gpus", "iteration_time_s", "tokens_per_s", "model_flops_per_iteration",
     "hardware_flops_per_iteration", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
-    "peak_memory_bytes", "memory_capacity_bytes", "fits_in_memory", "breakdown_s.compute",
-    "breakdown_s.recompute", "breakdown_s.tp_comm_exposed", "breakdown_s.pp_comm_exposed",
-    "breakdown_s.dp_comm_exposed", "breakdown_s.bubble", "sim.events", "sim.wall_s", "critical_rank",
-    "fingerprint", "plan.tensor", "plan.pipeline", "plan.data", "plan.virtual_stages", "plan.schedule",
-    "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
+    "peak_memory_bytes", "memory_capacity_bytes", "fits_in_memory"};
+const char* const kRunColumnsAfterBreakdown[] = {
+    "sim.events", "sim.wall_s", "critical_rank", "fingerprint", "plan.tensor", "plan.pipeline", "plan.data",
+    "plan.virtual_stages", "plan.schedule", "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
 
 std::string csv_field(const std::string& text) {
     if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
@@ -110,6 +110,8 @@ nlohmann::ordered_json sweep_json(const SweepResult& r) {
 std::vector<std::string> sweep_csv_columns() {
     std::vector<std::string> columns{"status", "pareto"};
     columns.insert(columns.end(), std::begin(kRunColumns), std::end(kRunColumns));
+    for (const BreakdownPart& part : breakdown_parts()) columns.push_back(std::string("breakdown_s.") + part.key);
+    columns.insert(columns.end(), std::begin(kRunColumnsAfterBreakdown), std::end(kRunColumnsAfterBreakdown));
     // The cost rented and owned with each input and its source, then goodput and the same costs
     // over the time to train with failures (their inputs are the same): present with training.tokens.
     const auto costs = cost_csv_columns("training_cost");

@@ -157,16 +157,12 @@ void write_memory(std::ostream& out, const RunResult& r) {
 
 void write_breakdown(std::ostream& out, const RunResult& r) {
     const Breakdown& b = r.breakdown;
-    const std::array<std::pair<const char*, double>, 6> parts{{{"compute", b.compute_s},
-                                                               {"recompute", b.recompute_s},
-                                                               {"tp comm exposed", b.tp_comm_exposed_s},
-                                                               {"pp comm exposed", b.pp_comm_exposed_s},
-                                                               {"dp comm exposed", b.dp_comm_exposed_s},
-                                                               {"bubble", b.bubble_s}}};
     fmt::print(out, "breakdown of GPU {} (on the critical path)\n", r.critical_rank);
     double sum = 0.0;
-    for (const auto& [name, seconds] : parts) {
-        fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", name, seconds, percent(seconds, r.iteration_time_s));
+    for (const BreakdownPart& part : breakdown_parts()) {
+        const double seconds = b.*part.seconds;
+        if (!part.always_shown && seconds == 0.0) continue;
+        fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", part.label, seconds, percent(seconds, r.iteration_time_s));
         sum += seconds;
     }
     fmt::print(out, "  {:<18}{:>10.4f} s {:>6.1f} %\n", "sum", sum, percent(sum, r.iteration_time_s));

@@ -35,6 +35,7 @@
 #include "strategies/tensor_modes/mode_linear.hpp"
 
 #include "strategies/group_slots.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid {
 namespace {
@@ -177,7 +178,7 @@ std::uint32_t mesh_collective(OpEmitter& e, const LayerContext& c, Phase ph, OpK
     const std::uint32_t label = kind == OpKind::Broadcast
                                     ? c.labels->tp_broadcast[p]
                                     : c.labels->tp[p][kind == OpKind::AllReduce ? 0 : (kind == OpKind::AllGather ? 1 : 2)];
-    return e.comm(comm_op(kind, label, bytes, sim::stream::kTensorComm, slot::tensor_axis(axis), OpCategory::TensorComm),
+    return e.comm(comm_op(kind, label, bytes, stream::kTensorComm, slot::tensor_axis(axis), comm_class::kTensor),
                   after);
 }
 

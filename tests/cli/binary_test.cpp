@@ -44,7 +44,8 @@ TEST_CASE("cuboid run --json - prints every contract field with its type", "[cli
     CHECK(j.at("fits_in_memory").is_boolean());
     const json& b = j.at("breakdown_s");
     double sum = 0.0;
-    for (const char* key : {"compute", "recompute", "tp_comm_exposed", "pp_comm_exposed", "dp_comm_exposed", "bubble"}) {
+    for (const char* key : {"compute", "recompute", "tp_comm_exposed", "cp_comm_exposed", "ep_comm_exposed",
+                            "pp_comm_exposed", "dp_comm_exposed", "bubble"}) {
         INFO(key);
         REQUIRE(b.at(key).is_number());
         sum += b.at(key).get<double>();

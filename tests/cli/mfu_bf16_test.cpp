@@ -84,3 +84,24 @@ TEST_CASE("mfu_bf16 travels between MPI ranks and reaches the sweep CSV", "[cli]
     CHECK(std::find(columns.begin(), columns.end(), "mfu_bf16") != columns.end());
     CHECK(std::find(columns.begin(), columns.end(), "mfu") != columns.end());
 }
+
+TEST_CASE("every part of the breakdown travels between MPI ranks and has a sweep CSV column", "[cli]") {
+    RunResult r;
+    double seconds = 1.0;
+    for (const BreakdownPart& part : breakdown_parts()) r.breakdown.*part.seconds = seconds++;
+    PointOutcome o;
+    o.status = PointStatus::Ok;
+    o.result = r;
+    SweepShare share;
+    share.indices = {0};
+    share.outcomes = {o};
+    const SweepShare back = decode_share(encode_share(share));
+    REQUIRE(back.outcomes.size() == 1);
+    const auto columns = sweep_csv_columns();
+    for (const BreakdownPart& part : breakdown_parts()) {
+        INFO(part.key);
+        CHECK(back.outcomes[0].result->breakdown.*part.seconds == r.breakdown.*part.seconds);
+        CHECK(std::count(columns.begin(), columns.end(), std::string("breakdown_s.") + part.key) == 1);
+    }
+    CHECK(breakdown_parts().size() == 8);
+}

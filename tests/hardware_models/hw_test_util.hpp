@@ -25,14 +25,15 @@ inline ClusterSpec a100_cluster(int nodes, int gpus_per_node = 8, int nics_per_n
 inline sim::Program collective_program(std::uint32_t rank_count, sim::OpKind kind, Bytes bytes,
                                        const std::vector<std::vector<std::uint32_t>>& groups) {
     sim::Program p;
+    p.comm_classes = {{"test", false}};
     p.labels = {"test"};
     p.op_lists.resize(2);  // 0: one collective on slot 0; 1: empty
     if (kind == sim::OpKind::Send) p.op_lists.resize(3);  // 2: the Recv half
     auto add_op = [&](std::uint32_t list, sim::OpKind k) {
         sim::Op op;
         op.kind = k;
-        op.category = sim::OpCategory::TensorComm;
-        op.stream = sim::stream::kTensorComm;
+        op.category = sim::comm_category(0);
+        op.stream = sim::StreamId{1};
         op.bytes = bytes;
         sim::OpListBuilder(p.op_lists[list]).add(op);
     };

@@ -85,7 +85,7 @@ TEST_CASE("duration memo: an op differing in one read field is priced anew", "[c
         {"shape.n", base_gemm(), [](sim::Op& op) { op.shape.n = 4096; }},
         {"shape.k", base_gemm(), [](sim::Op& op) { op.shape.k = 4096; }},
         {"shape.batch", base_gemm(), [](sim::Op& op) { op.shape.batch = 4; }},  // 4096 rows
-        {"category", dispatch(sim::OpCategory::Compute), [](sim::Op& op) { op.category = sim::OpCategory::TensorComm; }},
+        {"category", dispatch(sim::OpCategory::Compute), [](sim::Op& op) { op.category = sim::comm_category(0); }},
     };
     for (const Variant& v : variants) {
         INFO("field " << v.field);
@@ -151,7 +151,7 @@ TEST_CASE("duration memo: a list priced at once equals the model op by op", "[co
              [](sim::Op& op) { op.shape.n = 4096; },
              [](sim::Op& op) { op.shape.k = 4096; },
              [](sim::Op& op) { op.shape.batch = 4; },
-             [](sim::Op& op) { op.category = sim::OpCategory::TensorComm; },
+             [](sim::Op& op) { op.category = sim::comm_category(0); },
          }) {
         sim::Op changed = base_gemm();
         change(changed);

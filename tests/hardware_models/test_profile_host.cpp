@@ -21,7 +21,7 @@ sim::Op dispatch(sim::OpCategory category) {
     sim::Op op;
     op.kind = sim::OpKind::HostDispatch;
     op.category = category;
-    op.stream = sim::stream::kHost;
+    op.stream = sim::StreamId{5};
     return op;
 }
 
@@ -53,9 +53,9 @@ TEST_CASE("profile host: a HostDispatch op costs the dispatch time of what it is
     // Pure host time: no kernel launch, no roofline (the op moves no bytes and does no FLOPs).
     CHECK(model.duration(dispatch(sim::OpCategory::Compute)) == microseconds(70));
     CHECK(model.duration(dispatch(sim::OpCategory::Recompute)) == microseconds(70));
-    CHECK(model.duration(dispatch(sim::OpCategory::TensorComm)) == microseconds(25));
-    CHECK(model.duration(dispatch(sim::OpCategory::PipelineComm)) == microseconds(25));
-    CHECK(model.duration(dispatch(sim::OpCategory::DataComm)) == microseconds(25));
+    CHECK(model.duration(dispatch(sim::comm_category(0))) == microseconds(25));
+    CHECK(model.duration(dispatch(sim::comm_category(1))) == microseconds(25));
+    CHECK(model.duration(dispatch(sim::comm_category(2))) == microseconds(25));
     // Without a host section (or without a profile) dispatch is free.
     CHECK(ComputeModel(gpu, nullptr).duration(dispatch(sim::OpCategory::Compute)) == Time(0));
 }

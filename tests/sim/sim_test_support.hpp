@@ -19,10 +19,42 @@
 
 namespace cuboid::sim::test {
 
+// The streams and communication classes of these tests' programs. sim gives them no meaning but
+// the compute stream's and the lockstep flag's; the names echo those of cuboid's strategies.
+namespace stream {
+inline constexpr StreamId kCompute = kComputeStream;
+inline constexpr StreamId kTensorComm = 1;
+inline constexpr StreamId kPipelineSend = 2;
+inline constexpr StreamId kPipelineRecv = 3;
+inline constexpr StreamId kDataComm = 4;
+inline constexpr StreamId kHost = 5;
+inline constexpr StreamId kParamGather = 6;
+inline constexpr StreamId kContextComm = 7;
+}  // namespace stream
+namespace comm_class {
+inline constexpr OpCategory kTensor = comm_category(0);  // the lockstep class
+inline constexpr OpCategory kPipeline = comm_category(1);
+inline constexpr OpCategory kData = comm_category(2);
+}  // namespace comm_class
+
+// Names the streams and classes above in `program`.
+inline void name_test_classes(Program& program) {
+    program.stream_names = {"compute", "tensor-comm", "pipeline-send", "pipeline-recv", "data-comm", "host",
+                            "param-gather", "context-comm"};
+    program.comm_classes = {{"tensor", true}, {"pipeline", false}, {"data", false}};
+}
+
+// The idle time of `b` charged to class `c`.
+inline Time exposed(const RankBreakdown& b, OpCategory c) {
+    return b.comm_exposed[static_cast<std::size_t>(comm_class_of(c))];
+}
+
 // Builds a Program and its costs op by op.
 struct TestProgram {
     Program program;
     ProgramCosts costs;
+
+    TestProgram() { name_test_classes(program); }
 
     std::uint32_t add_list() {
         program.op_lists.emplace_back();
@@ -130,9 +162,7 @@ inline void require_same_outcome(const SimResult& a, const SimResult& b, bool sa
         const RankBreakdown& y = b.ranks[r].breakdown;
         CHECK(x.compute == y.compute);
         CHECK(x.recompute == y.recompute);
-        CHECK(x.tensor_comm_exposed == y.tensor_comm_exposed);
-        CHECK(x.pipeline_comm_exposed == y.pipeline_comm_exposed);
-        CHECK(x.data_comm_exposed == y.data_comm_exposed);
+        CHECK(x.comm_exposed == y.comm_exposed);
         CHECK(x.bubble == y.bubble);
     }
 }
@@ -150,7 +180,9 @@ inline std::array<std::uint32_t, 4> tensor_data_grid(TestProgram& p, std::uint32
 }
 
 inline Time sum(const RankBreakdown& b) {
-    return b.compute + b.recompute + b.tensor_comm_exposed + b.pipeline_comm_exposed + b.data_comm_exposed + b.bubble;
+    Time exposed_total{0};
+    for (const Time t : b.comm_exposed) exposed_total += t;
+    return b.compute + b.recompute + exposed_total + b.bubble;
 }
 
 }  // namespace cuboid::sim::test

@@ -62,13 +62,13 @@ struct Mini3d {
         const auto* u = kUs[s];
         const auto dur = [&](int i) { return to_time(u[i] * 1e-6); };
         const auto tp = [&](const char* label, std::uint32_t dep) {
-            return p.comm(l, OpKind::AllReduce, label, 0, Bytes(1e6), stream::kTensorComm, OpCategory::TensorComm, {dep});
+            return p.comm(l, OpKind::AllReduce, label, 0, Bytes(1e6), stream::kTensorComm, comm_class::kTensor, {dep});
         };
         for (int mb = 0; mb < kMicroBatches; ++mb) {
             std::uint32_t a = 0;
             if (s == 1) {
                 const auto r = p.comm(l, OpKind::Recv, "recv.act", 2, Bytes(1e6), stream::kPipelineRecv,
-                                      OpCategory::PipelineComm);
+                                      comm_class::kPipeline);
                 a = p.compute(l, "fwd.a", dur(0), 0, OpCategory::Compute, {r});
             } else {
                 a = p.compute(l, "fwd.a", dur(0));
@@ -76,7 +76,7 @@ struct Mini3d {
             const auto b = p.compute(l, "fwd.b", dur(1), 0, OpCategory::Compute, {a});
             const auto c = p.compute(l, "fwd.c", dur(2), 0, OpCategory::Compute, {tp("fwd.ar", b)});
             if (s == 0) {
-                p.comm(l, OpKind::Send, "send.act", 2, Bytes(1e6), stream::kPipelineSend, OpCategory::PipelineComm, {c});
+                p.comm(l, OpKind::Send, "send.act", 2, Bytes(1e6), stream::kPipelineSend, comm_class::kPipeline, {c});
             }
         }
         std::uint32_t last = 0;
@@ -84,7 +84,7 @@ struct Mini3d {
             std::uint32_t ra = 0;
             if (s == 0) {
                 const auto r = p.comm(l, OpKind::Recv, "recv.grad", 3, Bytes(1e6), stream::kPipelineRecv,
-                                      OpCategory::PipelineComm);
+                                      comm_class::kPipeline);
                 ra = p.compute(l, "re.a", dur(3), 0, OpCategory::Recompute, {r});
             } else {
                 ra = p.compute(l, "re.a", dur(3), 0, OpCategory::Recompute);
@@ -93,11 +93,11 @@ struct Mini3d {
             const auto ba = p.compute(l, "bwd.a", dur(5));
             last = p.compute(l, "bwd.b", dur(6), 0, OpCategory::Compute, {tp("bwd.ar", ba)});
             if (s == 1) {
-                p.comm(l, OpKind::Send, "send.grad", 3, Bytes(1e6), stream::kPipelineSend, OpCategory::PipelineComm,
+                p.comm(l, OpKind::Send, "send.grad", 3, Bytes(1e6), stream::kPipelineSend, comm_class::kPipeline,
                        {last});
             }
         }
-        const auto dp = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8e6), stream::kDataComm, OpCategory::DataComm,
+        const auto dp = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8e6), stream::kDataComm, comm_class::kData,
                                {last});
         p.compute(l, "optimizer", dur(7), 0, OpCategory::Compute, {dp});
     }
@@ -168,8 +168,8 @@ TEST_CASE("the breakdown adds up to each rank's finish time", "[sim][breakdown]"
         const double recompute_us = Mini3d::kMicroBatches * (u[3] + u[4]);
         CHECK(b.compute == to_time(compute_us * 1e-6));
         CHECK(b.recompute == to_time(recompute_us * 1e-6));
-        CHECK(b.tensor_comm_exposed > Time(0));
-        CHECK(b.data_comm_exposed > Time(0));  // the optimizer waits for the data all-reduce
+        CHECK(exposed(b, comm_class::kTensor) > Time(0));
+        CHECK(exposed(b, comm_class::kData) > Time(0));  // the optimizer waits for the data all-reduce
         CHECK(sum(b) == r.ranks[rank].finish);
         CHECK(r.ranks[rank].finish <= r.makespan);
     }
@@ -212,7 +212,7 @@ TEST_CASE("ranks of one op list that end a chain at different moments digest it 
     const Time us = microseconds(1.0);
     const auto l = p.add_list();
     const auto a = p.compute(l, "a", us);
-    const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1e4), stream::kTensorComm, OpCategory::TensorComm, {a});
+    const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1e4), stream::kTensorComm, comm_class::kTensor, {a});
     const auto b1 = p.compute(l, "b1", us, stream::kCompute, OpCategory::Compute, {ar});
     p.compute(l, "b2", us * 2.0, stream::kCompute, OpCategory::Compute, {b1});
     for (const double gbps : {10.0, 1.0}) {

@@ -62,7 +62,7 @@ TEST_CASE("tensor rings on links of their own take one event per instance and th
     std::uint32_t prev = p.compute(l, "fwd", us * 1.3);
     for (int i = 0; i < 3; ++i) {
         const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(4096.0), stream::kTensorComm,
-                               OpCategory::TensorComm, {prev});
+                               comm_class::kTensor, {prev});
         prev = p.compute(l, "mlp", us * 0.9, stream::kCompute, OpCategory::Compute, {ar});
     }
     const auto g0 = p.group({0, 1}, "tp");
@@ -100,7 +100,7 @@ TEST_CASE("a link shared with another group's flow is still shared", "[sim][excl
     // start at 0 with 1000 B. Links of 1 GB/s.
     TestProgram p;
     const auto l = p.add_list();
-    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, comm_class::kTensor);
     const auto g0 = p.group({0, 1}, "tp");
     const auto g1 = p.group({2, 3}, "tp");
     const auto g2 = p.group({4, 5}, "tp");
@@ -128,8 +128,8 @@ TEST_CASE("instances of one group that may overlap share its links", "[sim][excl
     // instances of the group run together on its one link (1 GB/s).
     TestProgram p;
     const auto l = p.add_list();
-    p.comm(l, OpKind::AllReduce, "ar0", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm);
-    p.comm(l, OpKind::AllReduce, "ar1", 0, Bytes(1000.0), stream::kDataComm, OpCategory::DataComm);
+    p.comm(l, OpKind::AllReduce, "ar0", 0, Bytes(1000.0), stream::kTensorComm, comm_class::kTensor);
+    p.comm(l, OpKind::AllReduce, "ar1", 0, Bytes(1000.0), stream::kDataComm, comm_class::kData);
     const auto g = p.group({0, 1}, "tp");
     p.rank(l, {g});
     p.rank(l, {g});
@@ -148,7 +148,7 @@ TEST_CASE("flows of one phase that share a link among themselves take the networ
     const Time us = microseconds(1.0);
     TestProgram p;
     const auto l = p.add_list();
-    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, comm_class::kTensor);
     const auto g = p.group({0, 1}, "tp");
     p.rank(l, {g});
     p.rank(l, {g});
@@ -209,7 +209,7 @@ TEST_CASE("a folded run takes the shortcut on the quotient links with the full r
     std::uint32_t prev = p.compute(l, "fwd", us * 2.1);
     for (int i = 0; i < 4; ++i) {
         const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1.0e6 + i), stream::kTensorComm,
-                               OpCategory::TensorComm, {prev});
+                               comm_class::kTensor, {prev});
         prev = p.compute(l, "mlp", us * 1.7, stream::kCompute, OpCategory::Compute, {ar});
     }
     for (std::uint32_t n = 0; n < 4; ++n) p.group({2 * n, 2 * n + 1}, "tp");
@@ -247,10 +247,10 @@ TEST_CASE("a link shared with a group that has a member in common is exclusive w
     TestProgram p;
     const auto l = p.add_list();
     const auto c0 = p.compute(l, "c0", us);
-    const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, Bytes(2000.0), stream::kTensorComm, OpCategory::TensorComm, {c0});
+    const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, Bytes(2000.0), stream::kTensorComm, comm_class::kTensor, {c0});
     const auto c1 = p.compute(l, "c1", us, stream::kCompute, OpCategory::Compute, {ar1});
-    const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, Bytes(2000.0), stream::kTensorComm, OpCategory::TensorComm, {c1});
-    p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(3000.0), stream::kDataComm, OpCategory::DataComm, {c1});
+    const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, Bytes(2000.0), stream::kTensorComm, comm_class::kTensor, {c1});
+    p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(3000.0), stream::kDataComm, comm_class::kData, {c1});
     p.compute(l, "c2", us, stream::kCompute, OpCategory::Compute, {ar2});
     const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);
     std::vector<Link> links;
@@ -277,9 +277,9 @@ TEST_CASE("streams ordered with a communication op follow from the dependencies 
     TestProgram p;
     const auto l = p.add_list();
     const auto a = p.compute(l, "a", microseconds(1.0));
-    const auto x = p.comm(l, OpKind::AllReduce, "x", 0, Bytes(1.0), stream::kTensorComm, OpCategory::TensorComm, {a});
+    const auto x = p.comm(l, OpKind::AllReduce, "x", 0, Bytes(1.0), stream::kTensorComm, comm_class::kTensor, {a});
     p.compute(l, "b", microseconds(1.0), stream::kCompute, OpCategory::Compute, {x});
-    const auto d = p.comm(l, OpKind::AllReduce, "d", 1, Bytes(1.0), stream::kDataComm, OpCategory::DataComm, {a});
+    const auto d = p.comm(l, OpKind::AllReduce, "d", 1, Bytes(1.0), stream::kDataComm, comm_class::kData, {a});
     const std::vector<StreamMask> ordered = ordered_streams(p.program.op_lists[l]);
     const auto bit = [](StreamId s) { return static_cast<StreamMask>(1U << s); };
     // x: a finishes before it, b starts after it: the compute stream is ordered; d may run

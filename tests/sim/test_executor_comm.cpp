@@ -27,9 +27,9 @@ struct Pipeline {
         const auto second = p.add_list();
         for (int mb = 0; mb < 2; ++mb) {
             const auto f = p.compute(first, "F", us * 10);
-            p.comm(first, OpKind::Send, "send", 0, Bytes(2000.0), stream::kPipelineSend, OpCategory::PipelineComm, {f});
+            p.comm(first, OpKind::Send, "send", 0, Bytes(2000.0), stream::kPipelineSend, comm_class::kPipeline, {f});
             const auto r = p.comm(second, OpKind::Recv, "recv", 0, Bytes(2000.0), stream::kPipelineRecv,
-                                  OpCategory::PipelineComm);
+                                  comm_class::kPipeline);
             p.compute(second, "G", us * 10, stream::kCompute, OpCategory::Compute, {r});
         }
         p.rank(first, {g});
@@ -61,12 +61,12 @@ TEST_CASE("a two-stage send/recv pipeline has the derived makespan", "[sim][exec
     // Stage 1 waits 0..13: the transfer moved 10..13 (pipeline comm 3 us), the rest is bubble.
     const RankBreakdown& b1 = r.ranks[1].breakdown;
     CHECK(b1.compute == us * 20);
-    CHECK(b1.pipeline_comm_exposed == us * 3);
+    CHECK(exposed(b1, comm_class::kPipeline) == us * 3);
     CHECK(b1.bubble == us * 10);
     // Stage 0 computes 0..20 and then waits for its last send, 20..23.
     const RankBreakdown& b0 = r.ranks[0].breakdown;
     CHECK(b0.compute == us * 20);
-    CHECK(b0.pipeline_comm_exposed == us * 3);
+    CHECK(exposed(b0, comm_class::kPipeline) == us * 3);
     CHECK(b0.bubble == Time(0));
     for (const auto& rank : r.ranks) CHECK(sum(rank.breakdown) == rank.finish);
 }
@@ -78,11 +78,11 @@ TEST_CASE("receives waiting on each other in a cycle are a deadlock", "[sim][exe
     const StreamId s = stream::kPipelineRecv;
     // Each rank first receives what the other sends only after its own receive: a cycle.
     const auto a = p.add_list();
-    p.comm(a, OpKind::Recv, "recv-from-1", 0, Bytes(8.0), s, OpCategory::PipelineComm);
-    p.comm(a, OpKind::Send, "send-to-1", 1, Bytes(8.0), s, OpCategory::PipelineComm);
+    p.comm(a, OpKind::Recv, "recv-from-1", 0, Bytes(8.0), s, comm_class::kPipeline);
+    p.comm(a, OpKind::Send, "send-to-1", 1, Bytes(8.0), s, comm_class::kPipeline);
     const auto b = p.add_list();
-    p.comm(b, OpKind::Recv, "recv-from-0", 1, Bytes(8.0), s, OpCategory::PipelineComm);
-    p.comm(b, OpKind::Send, "send-to-0", 0, Bytes(8.0), s, OpCategory::PipelineComm);
+    p.comm(b, OpKind::Recv, "recv-from-0", 1, Bytes(8.0), s, comm_class::kPipeline);
+    p.comm(b, OpKind::Send, "send-to-0", 0, Bytes(8.0), s, comm_class::kPipeline);
     p.rank(a, {g0, g1});
     p.rank(b, {g0, g1});
     TablePlanner planner;
@@ -105,9 +105,9 @@ TEST_CASE("members posting different collectives or sizes is a programming error
     TestProgram p;
     const auto g = p.group({0, 1}, "tp");
     const auto a = p.add_list();
-    p.comm(a, OpKind::AllReduce, "ar", 0, Bytes(100.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(a, OpKind::AllReduce, "ar", 0, Bytes(100.0), stream::kTensorComm, comm_class::kTensor);
     const auto b = p.add_list();
-    p.comm(b, second_kind, "other", 0, Bytes(second_bytes), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(b, second_kind, "other", 0, Bytes(second_bytes), stream::kTensorComm, comm_class::kTensor);
     p.rank(a, {g});
     p.rank(b, {g});
     TablePlanner planner;
@@ -119,7 +119,7 @@ TEST_CASE("two sends on one pair are a programming error", "[sim][executor]") {
     TestProgram p;
     const auto g = p.group({0, 1}, "pp");
     const auto l = p.add_list();
-    p.comm(l, OpKind::Send, "send", 0, Bytes(100.0), stream::kPipelineSend, OpCategory::PipelineComm);
+    p.comm(l, OpKind::Send, "send", 0, Bytes(100.0), stream::kPipelineSend, comm_class::kPipeline);
     p.rank(l, {g});
     p.rank(l, {g});
     TablePlanner planner;
@@ -131,7 +131,7 @@ TEST_CASE("a broadcast is rooted at the group's first rank", "[sim][executor]") 
     TestProgram p;
     const auto g = p.group({1, 0}, "dp");
     const auto l = p.add_list();
-    p.comm(l, OpKind::Broadcast, "bcast", 0, Bytes(100.0), stream::kDataComm, OpCategory::DataComm);
+    p.comm(l, OpKind::Broadcast, "bcast", 0, Bytes(100.0), stream::kDataComm, comm_class::kData);
     p.rank(l, {g});
     p.rank(l, {g});
     TablePlanner planner;
@@ -156,14 +156,14 @@ TEST_CASE("a pair that alternates two requests is planned once for each", "[sim]
     std::uint32_t back = 0;
     for (int k = 0; k < kRounds; ++k) {
         if (k == 0) {
-            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm);
+            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, comm_class::kPipeline);
         } else {
-            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm, {back});
+            p.comm(l0, OpKind::Send, "a", 0, Bytes(1000.0), stream::kPipelineSend, comm_class::kPipeline, {back});
         }
-        back = p.comm(l0, OpKind::Recv, "b", 0, Bytes(1000.0), stream::kPipelineRecv, OpCategory::PipelineComm);
+        back = p.comm(l0, OpKind::Recv, "b", 0, Bytes(1000.0), stream::kPipelineRecv, comm_class::kPipeline);
         const auto got =
-            p.comm(l1, OpKind::Recv, "a", 0, Bytes(1000.0), stream::kPipelineRecv, OpCategory::PipelineComm);
-        p.comm(l1, OpKind::Send, "b", 0, Bytes(1000.0), stream::kPipelineSend, OpCategory::PipelineComm, {got});
+            p.comm(l1, OpKind::Recv, "a", 0, Bytes(1000.0), stream::kPipelineRecv, comm_class::kPipeline);
+        p.comm(l1, OpKind::Send, "b", 0, Bytes(1000.0), stream::kPipelineSend, comm_class::kPipeline, {got});
     }
     p.rank(l0, {g});
     p.rank(l1, {g});

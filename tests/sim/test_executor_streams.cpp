@@ -62,7 +62,7 @@ TEST_CASE("a collective starts only when its last member posts it", "[sim][execu
     for (int i = 0; i < 3; ++i) {
         const auto l = p.add_list();
         const auto c = p.compute(l, "fwd", us * work[i]);
-        p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm, {c});
+        p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, comm_class::kTensor, {c});
         p.rank(l, {g});
     }
     // One link of 1 GB/s: 1000 B take 1 us, after a 1 us latency.
@@ -88,7 +88,7 @@ TEST_CASE("a collective starts only when its last member posts it", "[sim][execu
     // comm exposed 2 us, bubble (waiting for rank 2) 4 us.
     const RankBreakdown& b = r.ranks[0].breakdown;
     CHECK(b.compute == us * 1);
-    CHECK(b.tensor_comm_exposed == us * 2);
+    CHECK(exposed(b, comm_class::kTensor) == us * 2);
     CHECK(b.bubble == us * 4);
     CHECK(sum(b) == r.ranks[0].finish);
 }
@@ -96,7 +96,7 @@ TEST_CASE("a collective starts only when its last member posts it", "[sim][execu
 TEST_CASE("concurrent transfers of independent groups share a common link", "[sim][executor]") {
     TestProgram p;
     const auto l = p.add_list();
-    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1e6), stream::kDataComm, OpCategory::DataComm);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1e6), stream::kDataComm, comm_class::kData);
     const auto g0 = p.group({0, 1}, "dp");
     const auto g1 = p.group({2, 3}, "dp");
     for (const auto g : {g0, g0, g1, g1}) p.rank(l, {g});
@@ -110,7 +110,7 @@ TEST_CASE("concurrent transfers of independent groups share a common link", "[si
     CHECK(r.makespan == to_time(1e6 / 0.5e9));
     CHECK(r.flows == 2);
     // Nothing computes: the whole iteration is exposed data-parallel communication.
-    CHECK(r.ranks[3].breakdown.data_comm_exposed == r.makespan);
+    CHECK(exposed(r.ranks[3].breakdown, comm_class::kData) == r.makespan);
 }
 
 TEST_CASE("a fast member may post the next instance before a slow one posts the current", "[sim][executor]") {
@@ -118,13 +118,13 @@ TEST_CASE("a fast member may post the next instance before a slow one posts the 
     TestProgram p;
     const auto g = p.group({0, 1}, "tp");
     const auto fast = p.add_list();
-    p.comm(fast, OpKind::AllReduce, "ar0", 0, Bytes(100.0), stream::kTensorComm, OpCategory::TensorComm);
-    p.comm(fast, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, OpCategory::TensorComm);
+    p.comm(fast, OpKind::AllReduce, "ar0", 0, Bytes(100.0), stream::kTensorComm, comm_class::kTensor);
+    p.comm(fast, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, comm_class::kTensor);
     const auto slow = p.add_list();
     const auto w = p.compute(slow, "work", us * 5);
     const auto ar0 = p.comm(slow, OpKind::AllReduce, "ar0", 0, Bytes(100.0), stream::kTensorComm,
-                            OpCategory::TensorComm, {w});
-    p.comm(slow, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, OpCategory::TensorComm, {ar0});
+                            comm_class::kTensor, {w});
+    p.comm(slow, OpKind::AllReduce, "ar1", 0, Bytes(200.0), stream::kDataComm, comm_class::kTensor, {ar0});
     p.rank(fast, {g});
     p.rank(slow, {g});
     TablePlanner planner;
@@ -145,8 +145,8 @@ TEST_CASE("a plan without phases or flows ends the instance at once", "[sim][exe
     TestProgram p;
     const auto g = p.group({0}, "solo");
     const auto l = p.add_list();
-    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm);
-    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, comm_class::kTensor);
+    p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(8.0), stream::kTensorComm, comm_class::kTensor);
     p.rank(l, {g});
     TablePlanner planner;
     planner.plans[g] = TransferPlan{};
@@ -165,8 +165,8 @@ TEST_CASE("idle time under overlapping transfers goes to the highest-priority ca
     const auto dp = p.group({0}, "dp");
     const auto l = p.add_list();
     const auto a = p.compute(l, "a", us);
-    const auto t = p.comm(l, OpKind::AllReduce, "tp.ar", 0, Bytes(8.0), stream::kTensorComm, OpCategory::TensorComm, {a});
-    const auto d = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8.0), stream::kDataComm, OpCategory::DataComm, {a});
+    const auto t = p.comm(l, OpKind::AllReduce, "tp.ar", 0, Bytes(8.0), stream::kTensorComm, comm_class::kTensor, {a});
+    const auto d = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8.0), stream::kDataComm, comm_class::kData, {a});
     p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {t, d});
     p.rank(l, {tp, dp});
     TablePlanner planner;
@@ -179,9 +179,44 @@ TEST_CASE("idle time under overlapping transfers goes to the highest-priority ca
     const RankBreakdown& b = r.ranks[0].breakdown;
     CHECK(r.makespan == us * 8);
     CHECK(b.compute == us * 2);
-    CHECK(b.tensor_comm_exposed == us * 4);
-    CHECK(b.data_comm_exposed == us * 2);
+    CHECK(exposed(b, comm_class::kTensor) == us * 4);
+    CHECK(exposed(b, comm_class::kData) == us * 2);
     CHECK(b.bubble == Time(0));
+}
+
+// sim gives communication classes no meaning: the program lists them, and the first class listed
+// with a transfer in flight takes the idle time. Five classes, the data class's ops in class 1 and
+// the tensor class's in class 4: the same overlap as above now charges the data class first.
+TEST_CASE("the program's order of its communication classes decides who takes idle time", "[sim][breakdown]") {
+    const Time us = microseconds(1.0);
+    TestProgram p;
+    p.program.comm_classes = {{"a", false}, {"reduce", false}, {"b", false}, {"c", false}, {"layer", true}};
+    const OpCategory reduce = comm_category(1);
+    const OpCategory layer = comm_category(4);
+    const auto tp = p.group({0}, "tp");
+    const auto dp = p.group({0}, "dp");
+    const auto l = p.add_list();
+    const auto a = p.compute(l, "a", us);
+    const auto t = p.comm(l, OpKind::AllReduce, "layer.ar", 0, Bytes(8.0), 3, layer, {a});
+    const auto d = p.comm(l, OpKind::AllReduce, "reduce.ar", 1, Bytes(8.0), 9, reduce, {a});
+    p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {t, d});
+    p.rank(l, {tp, dp});
+    TablePlanner planner;
+    planner.plans[tp] = TransferPlan{{TransferPhase{us * 4, {}}}};
+    planner.plans[dp] = TransferPlan{{TransferPhase{us * 6, {}}}};
+    Recorder rec;
+    const SimResult r = run(p, planner, {}, rec, true);
+    // The gap [1,7]: the reduce transfer moves all along and comes first: 6 us, the layer's none.
+    const RankBreakdown& b = r.ranks[0].breakdown;
+    CHECK(r.makespan == us * 8);
+    CHECK(b.comm_exposed[1] == us * 6);
+    CHECK(b.comm_exposed[4] == Time(0));
+    CHECK(b.comm_exposed[0] + b.comm_exposed[2] + b.comm_exposed[3] == Time(0));
+    CHECK(sum(b) == r.makespan);
+
+    // A communication op whose category names no class of the program is a malformed program.
+    p.program.comm_classes.resize(4);
+    CHECK_THROWS_WITH(run(p, planner, {}, rec, true), Catch::Contains("names no communication class"));
 }
 
 TEST_CASE("an op waiting on two other streams starts when the later of them is done", "[sim][executor]") {
@@ -223,7 +258,7 @@ TEST_CASE("events due at one time run in the order they were scheduled", "[sim][
     // schedules its next compute op (1 us) as it is advanced.
     const auto g = p.group({2, 0, 1}, "tp");
     const auto l = p.add_list();
-    const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, OpCategory::TensorComm);
+    const auto ar = p.comm(l, OpKind::AllReduce, "ar", 0, Bytes(1000.0), stream::kTensorComm, comm_class::kTensor);
     p.compute(l, "after", us, stream::kCompute, OpCategory::Compute, {ar});
     for (int r = 0; r < 3; ++r) p.rank(l, {g});
     const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};

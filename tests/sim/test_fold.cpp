@@ -14,6 +14,9 @@ namespace cuboid::sim {
 namespace {
 
 using test::TestProgram;
+namespace stream = test::stream;
+namespace comm_class = test::comm_class;
+using test::exposed;
 
 // One phase of 2 us latency moving `bytes` as one flow over `uses` (link -> weight).
 TransferPlan one_flow_plan(const std::map<LinkId, double>& uses, Bytes bytes) {
@@ -83,14 +86,14 @@ TestProgram two_stage_program(std::uint32_t replicas, bool odd = false) {
         if (first) {
             const auto a = t.compute(l, "fwd", microseconds(us));
             const auto s = t.comm(l, OpKind::Send, "send", 1, Bytes(64e6), stream::kPipelineSend,
-                                  OpCategory::PipelineComm, {a});
+                                  comm_class::kPipeline, {a});
             const auto b = t.compute(l, "bwd", microseconds(2 * us), stream::kCompute, OpCategory::Compute, {a});
-            t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(256e6), stream::kDataComm, OpCategory::DataComm, {b, s});
+            t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(256e6), stream::kDataComm, comm_class::kData, {b, s});
         } else {
             const auto r = t.comm(l, OpKind::Recv, "recv", 1, Bytes(64e6), stream::kPipelineRecv,
-                                  OpCategory::PipelineComm);
+                                  comm_class::kPipeline);
             const auto b = t.compute(l, "fwdbwd", microseconds(us), stream::kCompute, OpCategory::Compute, {r});
-            t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(256e6), stream::kDataComm, OpCategory::DataComm, {b});
+            t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(256e6), stream::kDataComm, comm_class::kData, {b});
         }
         return l;
     };
@@ -182,7 +185,7 @@ TEST_CASE("a folded run equals the full run and simulates one rank per orbit", "
     // contention with one flow of weight 4 on the core.
     const double send_s = 2e-6 + 64e6 / (150e9 / 4);
     for (std::uint32_t r = replicas; r < 2 * replicas; ++r) {
-        CHECK(to_seconds(folded.ranks[r].breakdown.pipeline_comm_exposed) == Approx(send_s).margin(1e-12));
+        CHECK(to_seconds(exposed(folded.ranks[r].breakdown, comm_class::kPipeline)) == Approx(send_s).margin(1e-12));
     }
 }
 
@@ -263,6 +266,9 @@ TEST_CASE("folding is skipped with observers, which want every rank", "[sim][fol
 
 namespace cuboid::sim {
 
+namespace stream = test::stream;
+namespace comm_class = test::comm_class;
+
 // Two copies (tensor coordinates) of `replicas` data-parallel ranks, rank = copy x replicas +
 // replica; each rank computes and all-reduces with its copy's replicas. Swapping the copies is a symmetry; the tree plans cross
 // links that no ring neighbours' routes do, which folding must still map, without matching every
@@ -272,7 +278,7 @@ TEST_CASE("tree plans fold by matching the tree's pairs, not every pair of the g
     TestProgram t;
     const std::uint32_t l = t.add_list();
     const auto c = t.compute(l, "bwd", microseconds(100.0));
-    t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(64e6), stream::kDataComm, OpCategory::DataComm, {c});
+    t.comm(l, OpKind::AllReduce, "ar", 0, Bytes(64e6), stream::kDataComm, comm_class::kData, {c});
     std::vector<std::uint32_t> dp0, dp1;
     for (std::uint32_t d = 0; d < replicas; ++d) dp0.push_back(d), dp1.push_back(d + replicas);
     const auto g0 = t.group(dp0, "dp"), g1 = t.group(dp1, "dp");

@@ -1,4 +1,5 @@
-// Lockstep runs (sim/engine_lockstep.cpp): a tensor group's exclusive collectives and the compute
+// Lockstep runs (sim/engine_lockstep.cpp): a tensor group's exclusive collectives (of the tests'
+// lockstep class) and the compute
 // chains between them run as one event, with the step-by-step times to the picosecond, including
 // compute that overlaps a collective and a stream outside the run that waits for an op inside it.
 #include <catch2/catch.hpp>
@@ -41,13 +42,13 @@ struct Fixture {
         const Time us = microseconds(1.0);
         const auto l = p.add_list();
         const auto a = p.compute(l, "a", us);
-        const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {a});
+        const auto ar1 = p.comm(l, OpKind::AllReduce, "ar1", 0, tp_bytes, stream::kTensorComm, comm_class::kTensor, {a});
         const auto b = p.compute(l, "b", us * 2.0, stream::kCompute, OpCategory::Compute, {ar1});
-        const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {b});
+        const auto ar2 = p.comm(l, OpKind::AllReduce, "ar2", 0, tp_bytes, stream::kTensorComm, comm_class::kTensor, {b});
         w = p.compute(l, "w", us * 3.0, stream::kCompute, OpCategory::Recompute, {b});
         const auto c = p.compute(l, "c", us * 0.5, stream::kCompute, OpCategory::Compute, {ar2, w});
-        p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(1.0e3), stream::kDataComm, OpCategory::DataComm, {w});
-        const auto ar3 = p.comm(l, OpKind::AllReduce, "ar3", 0, tp_bytes, stream::kTensorComm, OpCategory::TensorComm, {c});
+        p.comm(l, OpKind::AllReduce, "dp", 1, Bytes(1.0e3), stream::kDataComm, comm_class::kData, {w});
+        const auto ar3 = p.comm(l, OpKind::AllReduce, "ar3", 0, tp_bytes, stream::kTensorComm, comm_class::kTensor, {c});
         p.compute(l, "e", us * 0.7, stream::kCompute, OpCategory::Compute, {ar3});
         const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);
         for (const auto g : {t0, t1, d0, d1}) {
@@ -80,7 +81,7 @@ TEST_CASE("a lockstep run has the step-by-step times, breakdown and fingerprint"
         const RankBreakdown& b = lockstep.ranks[0].breakdown;
         CHECK(b.recompute == us * 3.0);
         CHECK(b.compute == us + us * 2.0 + us * 0.5 + us * 0.7);  // a, b, c, e
-        CHECK(b.tensor_comm_exposed == ar * 2 + std::max(Time(0), ar - us * 3.0));
+        CHECK(exposed(b, comm_class::kTensor) == ar * 2 + std::max(Time(0), ar - us * 3.0));
         CHECK(b.bubble == Time(0));
         // Events step by step, per tensor group: a, b, w, c, e end on each of 2 ranks (10) and
         // AR1..AR3 end (3); per data group, its one transfer (2 in all): 2 x 13 + 2 = 28. The run
@@ -89,6 +90,18 @@ TEST_CASE("a lockstep run has the step-by-step times, breakdown and fingerprint"
         CHECK(stepwise.events == 28);
         CHECK(lockstep.events == 14);
     }
+}
+
+// Which collectives may form runs is the program's word (CommClass::lockstep), not sim's: with the
+// tensor class's flag off, the same program runs step by step, to the same outcome.
+TEST_CASE("only the collectives of a lockstep class form runs", "[sim][lockstep]") {
+    Fixture f(Bytes(1.0e3));
+    const SimResult lockstep = run(f.p, f.planner, f.links, true);
+    f.p.program.comm_classes[0].lockstep = false;
+    const SimResult unflagged = run(f.p, f.planner, f.links, true);
+    require_same_outcome(unflagged, lockstep);
+    CHECK(lockstep.events == 14);
+    CHECK(unflagged.events == 28);
 }
 
 TEST_CASE("a stream outside the run starts when the op it waits for ends, not when the run ends",
@@ -146,7 +159,7 @@ struct TwoGroups {
         for (std::size_t i = 0; i < requests_kb.size(); ++i) {
             const std::string n = std::to_string(i);
             const auto ar = p.comm(l, OpKind::AllReduce, "ar" + n, 0, Bytes(requests_kb[i] * 1.0e3),
-                                   stream::kTensorComm, OpCategory::TensorComm, {last});
+                                   stream::kTensorComm, comm_class::kTensor, {last});
             last = p.compute(l, "x" + n, us, stream::kCompute, OpCategory::Compute, {ar});
         }
         const auto [t0, t1, d0, d1] = tensor_data_grid(p, l);

@@ -54,14 +54,14 @@ TEST_CASE("op list totals: the peak and the GEMM FLOPs, also from the index's pa
     b.add(op(OpKind::BatchedGemm, 20.0, 3, 5));
     b.add(op(OpKind::Softmax, 7.0, 4, 3));  // not a GEMM: its FLOPs do not count
     Op all_reduce = op(OpKind::AllReduce, 0.0, 0, 0);
-    all_reduce.stream = stream::kTensorComm;
+    all_reduce.stream = 1;
     b.add(all_reduce, {2});
     const OpListTotals totals = op_list_totals(list);
     CHECK(totals.memory.peak.value == 18.0);
     CHECK(totals.memory.at_op == 1);
     CHECK(totals.gemm_flops.value == 120.0);
     const std::vector<Time> durations(list.ops.size(), Time(5));
-    const OpListIndex index(list, durations, true);
+    const OpListIndex index(list, durations, true, CommClassRules{});
     CHECK(index.totals.memory.peak.value == totals.memory.peak.value);
     CHECK(index.totals.memory.at_op == totals.memory.at_op);
     CHECK(index.totals.gemm_flops.value == totals.gemm_flops.value);

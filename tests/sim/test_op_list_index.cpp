@@ -20,15 +20,15 @@ TEST_CASE("op list index: chains sum their time and recomputation, whatever thei
     const auto a0 = t.compute(l, "a0", Time(3), 0, kRe);
     const auto a1 = t.compute(l, "a1", Time(5), 0, kRe);
     const auto a2 = t.compute(l, "a2", Time(7), 0, kFw);
-    const auto x0 = t.comm(l, OpKind::AllReduce, "x0", 2, Bytes(1024.0), 1, OpCategory::TensorComm, {a2});
+    const auto x0 = t.comm(l, OpKind::AllReduce, "x0", 2, Bytes(1024.0), 1, comm_class::kTensor, {a2});
     const auto b0 = t.compute(l, "b0", Time(11), 0, kFw, {x0});
     const auto c0 = t.compute(l, "c0", Time(13), 0, kRe, {x0});
-    const auto x1 = t.comm(l, OpKind::AllGather, "x1", 1, Bytes(2048.5), 1, OpCategory::TensorComm, {c0});
+    const auto x1 = t.comm(l, OpKind::AllGather, "x1", 1, Bytes(2048.5), 1, comm_class::kTensor, {c0});
     const auto d0 = t.compute(l, "d0", Time(17), 0, kRe, {x1});
     const auto d1 = t.compute(l, "d1", Time(19), 0, kRe);
     (void)a0, (void)a1, (void)b0, (void)d1;
 
-    const OpListIndex index(t.program.op_lists[l], t.costs.durations[l], true);
+    const OpListIndex index(t.program.op_lists[l], t.costs.durations[l], true, CommClassRules::of(t.program));
     const auto& compute = index.streams[stream::kCompute];
     REQUIRE(compute.size() == 7);
     // Chain heads at positions 0 (a0..a2), 3 (b0, c0) and 5 (d0, d1).
@@ -70,7 +70,7 @@ TEST_CASE("op list index: an op's requirements come in stream order, one per oth
     // Depends on stream 2's first op and on both ops of stream 1, listed out of stream order.
     t.compute(l, "c", Time(1), 0, kFw, {s2, s1b, s1a});
 
-    const OpListIndex index(t.program.op_lists[l], t.costs.durations[l], true);
+    const OpListIndex index(t.program.op_lists[l], t.costs.durations[l], true, CommClassRules::of(t.program));
     const StreamSlot& c = index.streams[stream::kCompute][0];
     REQUIRE(c.req_count == 2);
     const Requirement first = index.requirements[c.req_begin];

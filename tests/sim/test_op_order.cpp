@@ -112,7 +112,7 @@ TEST_CASE("ordered_streams sets a stream's bit exactly when all its ops are orde
         const std::vector<StreamMask> ordered = ordered_streams(list);
         // The engine's index (compute chains merged, durations set) reads as the list does.
         const std::vector<Time> durations(list.ops.size(), Time(1000));
-        CHECK(ordered_streams(OpListIndex(list, durations, true)) == ordered);
+        CHECK(ordered_streams(OpListIndex(list, durations, true, CommClassRules{kMaxCommClasses, 0})) == ordered);
         const auto before = happens_before(list);
         REQUIRE(ordered.size() == list.ops.size());
         for (std::size_t o = 0; o < list.ops.size(); ++o) {

@@ -19,7 +19,7 @@ using namespace cuboid::sim;
 Op comm(OpKind kind, std::uint16_t slot, double bytes) {
     Op op;
     op.kind = kind;
-    op.category = OpCategory::TensorComm;
+    op.category = comm_category(0);
     op.group_slot = slot;
     op.bytes = Bytes(bytes);
     return op;
@@ -42,6 +42,7 @@ Program two_rank_program() {
     std::mt19937 rng(7);
     std::shuffle(ops.begin(), ops.end(), rng);
     Program p;
+    p.comm_classes = {{"test", false}};
     OpList& list = p.op_lists.emplace_back();
     OpListBuilder b(list);
     for (const Op& op : ops) {
@@ -84,7 +85,7 @@ TEST_CASE("communication_uses: the distinct uses per op list, shared by both req
     // One more all-reduce of a size seen before, on another stream: a use of its own (the
     // exclusive-transfer analysis needs the streams that post to a slot), the same request.
     Op other = comm(OpKind::AllReduce, 0, 1024.0);
-    other.stream = stream::kTensorComm;
+    other.stream = 1;
     OpListBuilder(p.op_lists[0]).add(other);
     const CommUses uses = communication_uses(p);
     REQUIRE(uses.size() == 1);

@@ -22,8 +22,8 @@ TEST_CASE("the trace is valid JSON with one slice per op", "[sim][trace]") {
     const auto first = p.add_list();
     const auto second = p.add_list();
     const auto f = p.compute(first, "F \"quoted\"", us * 10);
-    p.comm(first, OpKind::Send, "send", 0, Bytes(8.0), stream::kPipelineSend, OpCategory::PipelineComm, {f});
-    const auto r = p.comm(second, OpKind::Recv, "recv", 0, Bytes(8.0), stream::kPipelineRecv, OpCategory::PipelineComm);
+    p.comm(first, OpKind::Send, "send", 0, Bytes(8.0), stream::kPipelineSend, comm_class::kPipeline, {f});
+    const auto r = p.comm(second, OpKind::Recv, "recv", 0, Bytes(8.0), stream::kPipelineRecv, comm_class::kPipeline);
     p.compute(second, "G", us * 4, stream::kCompute, OpCategory::Recompute, {r});
     p.rank(first, {g});
     p.rank(second, {g});

@@ -121,9 +121,7 @@ inline void check_same_outcome(const sim::SimResult& a, const sim::SimResult& b)
         CHECK(x.finish == y.finish);
         CHECK(x.breakdown.compute == y.breakdown.compute);
         CHECK(x.breakdown.recompute == y.breakdown.recompute);
-        CHECK(x.breakdown.tensor_comm_exposed == y.breakdown.tensor_comm_exposed);
-        CHECK(x.breakdown.pipeline_comm_exposed == y.breakdown.pipeline_comm_exposed);
-        CHECK(x.breakdown.data_comm_exposed == y.breakdown.data_comm_exposed);
+        CHECK(x.breakdown.comm_exposed == y.breakdown.comm_exposed);
         CHECK(x.breakdown.bubble == y.breakdown.bubble);
     }
 }

@@ -5,6 +5,7 @@
 
 #include "sim/executor.hpp"
 #include "strategies/host_dispatch.hpp"
+#include "strategies/program_streams.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 using namespace cuboid;
@@ -43,6 +44,7 @@ Time makespan(const sim::Program& p, const sim::ProgramCosts& c, sim::TransferPl
 // One rank running n compute ops of g each, one after the other on the compute stream.
 TestProgram chain(int n, Time g) {
     TestProgram t;
+    name_streams_and_classes(t.program);  // the strategies' classes, not the sim tests'
     const auto list = t.add_list();
     for (int i = 0; i < n; ++i) t.compute(list, "k", g);
     t.rank(list);
@@ -60,11 +62,12 @@ Time chain_time(int n, Time g, Time h) {
 
 TEST_CASE("host dispatch: one dispatch op before every op, and the op waits for it", "[host]") {
     TestProgram t;
+    name_streams_and_classes(t.program);  // the strategies' classes, not the sim tests'
     const auto list = t.add_list();
     const auto a = t.compute(list, "a", Time(5));
-    const auto send = t.comm(list, sim::OpKind::Send, "send", 0, Bytes(8), sim::stream::kPipelineSend,
-                             sim::OpCategory::PipelineComm, {a});
-    t.compute(list, "b", Time(5), sim::stream::kCompute, sim::OpCategory::Recompute, {send});
+    const auto send = t.comm(list, sim::OpKind::Send, "send", 0, Bytes(8), stream::kPipelineSend,
+                             comm_class::kPipeline, {a});
+    t.compute(list, "b", Time(5), stream::kCompute, sim::OpCategory::Recompute, {send});
     t.rank(list);
     const sim::Program p = with_host_dispatch(t.program, host_costs(Time(1)));
     const sim::OpList& out = p.op_lists[0];
@@ -73,7 +76,7 @@ TEST_CASE("host dispatch: one dispatch op before every op, and the op waits for 
         const sim::Op& h = out.ops[2 * i];
         const sim::Op& op = out.ops[2 * i + 1];
         CHECK(h.kind == sim::OpKind::HostDispatch);
-        CHECK(h.stream == sim::stream::kHost);
+        CHECK(h.stream == stream::kHost);
         CHECK(h.label == op.label);        // printed with the op it issues
         CHECK(h.category == op.category);  // communication dispatch is priced as such
         CHECK(h.dep_count == 0);           // no sync point: the host never waits for the GPU
@@ -108,6 +111,7 @@ TEST_CASE("host dispatch: the optimizer's .item() makes the host wait for the de
     // and O starts one dispatch later: 2h + 2g, h more.
     const Time h{30 * kUs}, g{100 * kUs};
     TestProgram t;
+    name_streams_and_classes(t.program);  // the strategies' classes, not the sim tests'
     const auto list = t.add_list();
     t.compute(list, "a", g);
     t.compute(list, "opt", g);
@@ -129,13 +133,14 @@ TEST_CASE("host dispatch: after a pipeline receive the host waits for the messag
     // before B ends since g > h) follows B: 2h + 3g + T, one dispatch time h later.
     const Time h{20 * kUs}, g{100 * kUs}, transfer{40 * kUs};
     TestProgram t;
+    name_streams_and_classes(t.program);  // the strategies' classes, not the sim tests'
     const auto sender = t.add_list(), receiver = t.add_list();
     const auto a = t.compute(sender, "a", g);
-    t.comm(sender, sim::OpKind::Send, "send", 0, Bytes(8), sim::stream::kPipelineSend, sim::OpCategory::PipelineComm,
+    t.comm(sender, sim::OpKind::Send, "send", 0, Bytes(8), stream::kPipelineSend, comm_class::kPipeline,
            {a});
-    const auto recv = t.comm(receiver, sim::OpKind::Recv, "recv", 0, Bytes(8), sim::stream::kPipelineRecv,
-                             sim::OpCategory::PipelineComm);
-    t.compute(receiver, "b", g, sim::stream::kCompute, sim::OpCategory::Compute, {recv});
+    const auto recv = t.comm(receiver, sim::OpKind::Recv, "recv", 0, Bytes(8), stream::kPipelineRecv,
+                             comm_class::kPipeline);
+    t.compute(receiver, "b", g, stream::kCompute, sim::OpCategory::Compute, {recv});
     t.compute(receiver, "c", g);
     const auto group = t.group({0, 1}, "pp");
     t.rank(sender, {group});

@@ -4,7 +4,12 @@
 
 #include <set>
 
+#include "sim/names.hpp"
+#include "strategies/layout.hpp"
 #include "strategies/names.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/program_streams.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
 
@@ -47,4 +52,59 @@ TEST_CASE("descriptor tables: an unknown word is an input error naming the allow
         CHECK(e.where().line == 7);
         CHECK_THAT(e.what(), Catch::Contains("allowed: gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v"));
     }
+}
+
+// sim knows streams and communication classes only by the names a program gives them: every
+// stream and class a built program uses must be named, in the order of the constants.
+TEST_CASE("program streams and classes: named in the constants' order, every one used is named") {
+    sim::Program named;
+    name_streams_and_classes(named);
+    REQUIRE(named.stream_names.size() == static_cast<std::size_t>(stream::kCount));
+    CHECK(sim::stream_name(named, stream::kCompute) == "compute");
+    CHECK(sim::stream_name(named, stream::kTensorComm) == "tensor-comm");
+    CHECK(sim::stream_name(named, stream::kDataComm) == "data-comm");
+    CHECK(sim::stream_name(named, stream::kContextComm) == "context-comm");
+    CHECK(sim::stream_name(named, stream::kPipelineSendBack) == "pipeline-send-back");
+    CHECK(sim::stream_name(named, static_cast<sim::StreamId>(stream::kCount)) == "stream 9");
+    CHECK(sim::category_name(named, comm_class::kTensor) == "tensor_comm");
+    CHECK(sim::category_name(named, comm_class::kPipeline) == "pipeline_comm");
+    CHECK(sim::category_name(named, comm_class::kData) == "data_comm");
+    CHECK(sim::category_name(named, sim::OpCategory::Recompute) == "recompute");
+    CHECK(sim::category_name(named, comm_class::kContext) == "context_comm");
+    CHECK(sim::category_name(named, comm_class::kExpert) == "expert_comm");
+    REQUIRE(named.comm_classes.size() == static_cast<std::size_t>(comm_class::kCount));
+    // The layer's classes form lockstep runs; pipeline and data transfers do not.
+    for (const sim::OpCategory c : {comm_class::kTensor, comm_class::kContext, comm_class::kExpert}) {
+        CHECK(named.comm_classes[static_cast<std::size_t>(sim::comm_class_of(c))].lockstep);
+    }
+    for (const sim::OpCategory c : {comm_class::kPipeline, comm_class::kData}) {
+        CHECK_FALSE(named.comm_classes[static_cast<std::size_t>(sim::comm_class_of(c))].lockstep);
+    }
+
+    // Two tensor ranks, two pipeline stages, two replicas, two context ranks under ZeRO-3 (16
+    // GPUs): tensor collectives, pipeline sends and receives, data reductions, parameter gathers
+    // and context exchanges all appear.
+    Scenario sc = test::tiny_scenario(2, 2, 2, 4, 4);
+    sc.cluster.gpus_per_node = 16;
+    sc.model.swiglu = true;
+    sc.model.attention = AttentionKernel::Fused;
+    sc.model.attention_dropout = false;
+    sc.parallel.context = 2;
+    sc.parallel.zero_stage = 3;
+    const sim::Program program = build_program(sc, validate_plan(sc));
+    CHECK(program.stream_names == named.stream_names);
+    std::set<int> streams, classes;
+    for (const sim::OpList& list : program.op_lists) {
+        for (const sim::Op& op : list.ops) {
+            streams.insert(op.stream);
+            if (sim::is_communication(op.kind)) classes.insert(sim::comm_class_of(op.category));
+        }
+    }
+    for (const int s : streams) CHECK(s < stream::kCount);
+    for (const int c : classes) CHECK((c >= 0 && c < static_cast<int>(program.comm_classes.size())));
+    // Every class but the experts'.
+    CHECK(classes == std::set<int>{sim::comm_class_of(comm_class::kTensor), sim::comm_class_of(comm_class::kContext),
+                                   sim::comm_class_of(comm_class::kPipeline), sim::comm_class_of(comm_class::kData)});
+    CHECK(streams.count(stream::kParamGather) == 1);
+    CHECK(streams.count(stream::kContextComm) == 1);
 }

@@ -6,6 +6,7 @@
 #include "sim/memory.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/run.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
 
@@ -46,7 +47,7 @@ TEST_CASE("overlap_chunks: k = 1 builds the program of plain 1d tensor paralleli
     // Per layer and micro-batch without sequence parallelism: 2 forward and 2 backward all-reduces.
     std::size_t allreduces = 0;
     for (const auto& op : prog.op_lists[0].ops)
-        if (op.kind == sim::OpKind::AllReduce && op.category == sim::OpCategory::TensorComm) ++allreduces;
+        if (op.kind == sim::OpKind::AllReduce && op.category == comm_class::kTensor) ++allreduces;
     // + per micro-batch the embedding's all-reduce, the cross-entropy's three (max, target
     // logit, sum of exponentials) and the logits' input gradient (edge_ops.hpp).
     const std::size_t m = 8, layers = 4;

@@ -10,6 +10,7 @@
 #include "strategies/layout.hpp"
 #include "strategies/op_emitter.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/program_streams.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
@@ -117,15 +118,15 @@ TEST_CASE("an op run names the emitter's start state by position, its own ops by
     // op 2, compute 4 waiting for 3.
     const auto emission = [](OpEmitter& e, std::uint32_t start_last) {
         const std::uint32_t a = e.compute(memory_op(sim::OpKind::LayerNorm, 7, 10.0, sim::OpCategory::Compute));
-        const std::uint32_t c = e.comm(comm_op(sim::OpKind::AllReduce, 8, 20.0, sim::stream::kTensorComm, 0,
-                                               sim::OpCategory::TensorComm),
+        const std::uint32_t c = e.comm(comm_op(sim::OpKind::AllReduce, 8, 20.0, stream::kTensorComm, 0,
+                                               comm_class::kTensor),
                                        std::vector<std::uint32_t>{start_last, a});
         e.wait_for(c);
         e.compute(memory_op(sim::OpKind::Softmax, 9, 30.0, sim::OpCategory::Compute));
     };
     const auto start = [](OpEmitter& e) {
         const std::uint32_t last = e.compute(memory_op(sim::OpKind::Elementwise, 1, 1.0, sim::OpCategory::Compute));
-        e.wait_for(e.comm(comm_op(sim::OpKind::Recv, 2, 2.0, sim::stream::kPipelineRecv, 3, sim::OpCategory::PipelineComm),
+        e.wait_for(e.comm(comm_op(sim::OpKind::Recv, 2, 2.0, stream::kPipelineRecv, 3, comm_class::kPipeline),
                           kNoOp));
         return last;
     };
@@ -158,7 +159,7 @@ TEST_CASE("an op run names the emitter's start state by position, its own ops by
     // Ops 7, 8, 9 wait for op 6, then 5 and 7, then 8.
     CHECK(std::vector<std::uint32_t>(list.deps.end() - 4, list.deps.end()) == std::vector<std::uint32_t>{6, 5, 7, 8});
     // Without the start's pending op the run does not fit.
-    e.comm(comm_op(sim::OpKind::Send, 4, 1.0, sim::stream::kPipelineSend, 4, sim::OpCategory::PipelineComm), kNoOp);
+    e.comm(comm_op(sim::OpKind::Send, 4, 1.0, stream::kPipelineSend, 4, comm_class::kPipeline), kNoOp);
     CHECK_FALSE(e.can_replay(run));
 }
 
@@ -169,7 +170,7 @@ TEST_CASE("an op run is not recorded when a dependency is not part of the start 
     e.compute(memory_op(sim::OpKind::Elementwise, 2, 1.0, sim::OpCategory::Compute));
     const OpEmitter::Mark mark = e.mark();
     // Depends on op 0, which is neither pending nor the last compute op at the mark.
-    e.comm(comm_op(sim::OpKind::AllReduce, 3, 1.0, sim::stream::kTensorComm, 0, sim::OpCategory::TensorComm), early);
+    e.comm(comm_op(sim::OpKind::AllReduce, 3, 1.0, stream::kTensorComm, 0, comm_class::kTensor), early);
     OpRun run;
     CHECK_FALSE(e.record(mark, run));
 }

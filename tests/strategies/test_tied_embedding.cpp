@@ -10,6 +10,7 @@
 #include "strategies/group_slots.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/program_streams.hpp"
 #include "strategies/training_state.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
 
@@ -50,7 +51,7 @@ TEST_CASE("tied embeddings: one all-reduce per iteration on exactly the first an
             if (!end) continue;
             const sim::Op& op = prog.op_lists[prog.ranks[r].op_list].ops[ops.front()];
             CHECK(op.kind == sim::OpKind::AllReduce);
-            CHECK(op.stream == sim::stream::kDataComm);
+            CHECK(op.stream == stream::kDataComm);
             // Its group is {this rank, the same (tensor, data) position of the other end}.
             const auto& members = prog.groups[prog.ranks[r].groups[op.group_slot]].ranks;
             const std::uint32_t first = l.rank(l.tp_of(r), l.dp_of(r), 0), last = l.rank(l.tp_of(r), l.dp_of(r), p - 1);

@@ -7,6 +7,7 @@
 #include "hardware_models/errors.hpp"
 #include "validate/report/comparison.hpp"
 #include "validate/report/interval_breakdown.hpp"
+#include "strategies/program_streams.hpp"
 
 using namespace cuboid;
 using namespace cuboid::validate;
@@ -18,7 +19,8 @@ Figures predicted() {
     f.iteration_time_s = 1.0;
     f.peak_memory_bytes = 40e9;
     f.op_kind_seconds = {{"gemm", 0.6}, {"all-reduce", 0.2}};
-    f.breakdown = {0.7, 0.1, 0.1, 0.0, 0.05, 0.05};
+    f.breakdown = {.compute_s = 0.7, .recompute_s = 0.1, .tp_comm_exposed_s = 0.1, .pp_comm_exposed_s = 0.0,
+                   .dp_comm_exposed_s = 0.05, .bubble_s = 0.05};
     f.ops = {{0, 0, 1e-3}, {0, 1, 2e-3}, {0, 2, 3e-3}};
     return f;
 }
@@ -125,6 +127,26 @@ TEST_CASE("a measured file reads back what was written, and names a missing key"
     CHECK_THROWS_WITH(figures_from_json(j, "m.json"), Catch::Contains("iteration_time_s"));
 }
 
+TEST_CASE("a measured file carries the context and expert parts, which older files lack") {
+    Figures m = predicted();
+    m.breakdown.cp_comm_exposed_s = 0.02;
+    m.breakdown.ep_comm_exposed_s = 0.03;
+    nlohmann::json j = to_json(m);
+    const Figures back = figures_from_json(j, "m.json");
+    CHECK(back.breakdown.cp_comm_exposed_s == 0.02);
+    CHECK(back.breakdown.ep_comm_exposed_s == 0.03);
+    // A file written before these parts existed measured none.
+    j["breakdown"].erase("cp_comm_exposed_s");
+    j["breakdown"].erase("ep_comm_exposed_s");
+    const Figures old = figures_from_json(j, "m.json");
+    CHECK(old.breakdown.cp_comm_exposed_s == 0.0);
+    CHECK(old.breakdown.ep_comm_exposed_s == 0.0);
+    CHECK(old.breakdown.tp_comm_exposed_s == m.breakdown.tp_comm_exposed_s);
+    // The parts every file has stay required.
+    j["breakdown"].erase("pp_comm_exposed_s");
+    CHECK_THROWS_WITH(figures_from_json(j, "m.json"), Catch::Contains("pp_comm_exposed_s"));
+}
+
 TEST_CASE("measured intervals are charged as the simulator charges its breakdown") {
     sim::OpList list;
     sim::OpListBuilder b(list);
@@ -134,11 +156,11 @@ TEST_CASE("measured intervals are charged as the simulator charges its breakdown
     recompute.category = sim::OpCategory::Recompute;
     sim::Op tp;
     tp.kind = sim::OpKind::AllReduce;
-    tp.category = sim::OpCategory::TensorComm;
-    tp.stream = sim::stream::kTensorComm;
+    tp.category = comm_class::kTensor;
+    tp.stream = stream::kTensorComm;
     sim::Op dp = tp;
-    dp.category = sim::OpCategory::DataComm;
-    dp.stream = sim::stream::kDataComm;
+    dp.category = comm_class::kData;
+    dp.stream = stream::kDataComm;
     b.add(gemm);
     b.add(tp);
     b.add(dp);
@@ -152,5 +174,28 @@ TEST_CASE("measured intervals are charged as the simulator charges its breakdown
     CHECK(t.dp_comm_exposed_s == Approx(0.5));  // [3,3.5]: only data in flight
     CHECK(t.pp_comm_exposed_s == 0.0);
     CHECK(t.bubble_s == Approx(0.0));
-    CHECK(t.compute_s + t.recompute_s + exposed_comm_s(t) + t.bubble_s == Approx(4.5));
+    CHECK(t.compute_s + t.recompute_s + t.exposed_comm_s() + t.bubble_s == Approx(4.5));
+}
+
+TEST_CASE("measured intervals: context before expert before data, as the simulator's classes") {
+    sim::OpList list;
+    sim::OpListBuilder b(list);
+    sim::Op op;
+    op.kind = sim::OpKind::AllToAll;
+    for (const sim::OpCategory c : {comm_class::kContext, comm_class::kExpert, comm_class::kData}) {
+        op.category = c;
+        b.add(op);
+    }
+    sim::Op gemm;
+    gemm.kind = sim::OpKind::Gemm;
+    b.add(gemm);
+    // context [0,2], expert [1,3], data [0,4] in flight, then compute [4,5].
+    const std::vector<Interval> iv = {{0.0, 2.0}, {1.0, 3.0}, {0.0, 4.0}, {4.0, 5.0}};
+    const PartTimes t = interval_breakdown(list, iv);
+    CHECK(t.cp_comm_exposed_s == Approx(2.0));
+    CHECK(t.ep_comm_exposed_s == Approx(1.0));
+    CHECK(t.dp_comm_exposed_s == Approx(1.0));
+    CHECK(t.tp_comm_exposed_s == 0.0);
+    CHECK(t.compute_s == Approx(1.0));
+    CHECK(t.bubble_s == 0.0);
 }

@@ -16,6 +16,7 @@
 
 #include "calibrate/cuda/kernel_bytes.hpp"
 #include "sim/program.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid::validate {
 
@@ -32,7 +33,7 @@ struct Piece {
 
 struct PlannedOp {
     std::uint32_t op = 0;                  // index in the OpList
-    sim::StreamId stream = sim::stream::kCompute;
+    sim::StreamId stream = stream::kCompute;
     std::vector<std::uint32_t> waits;      // ops on other streams this op waits for (latest per stream)
     bool records_event = false;            // some op on another stream waits for this one
     std::vector<std::uint32_t> allocs;     // pieces allocated (stream-ordered) before the op

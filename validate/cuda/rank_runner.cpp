@@ -9,6 +9,7 @@
 
 #include "calibrate/cuda/cuda_check.hpp"
 #include "validate/cuda/device_work.hpp"
+#include "strategies/program_streams.hpp"
 
 namespace cuboid::validate::gpu {
 namespace {
@@ -75,7 +76,7 @@ public:
           b_(plan_.gemm_b_bytes), d_(plan_.gemm_d_bytes), in_(plan_.memory_op_bytes), out_(plan_.memory_op_bytes),
           send_(plan_.comm_bytes), recv_(plan_.comm_bytes), deps_(list_.ops.size(), cudaEventDisableTiming),
           starts_(list_.ops.size(), cudaEventDefault), ends_(list_.ops.size(), cudaEventDefault),
-          marks_(2 + sim::stream::kCount, cudaEventDefault), pieces_(plan_.pieces.size(), nullptr) {
+          marks_(2 + stream::kCount, cudaEventDefault), pieces_(plan_.pieces.size(), nullptr) {
         for (auto& s : streams_) CUBOID_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         CUBOID_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, 0));
         CUBOID_CUDA(cudaDeviceGetDefaultMemPool(&pool_, 0));
@@ -178,7 +179,7 @@ private:
     Buffer resident_, a_, b_, d_, in_, out_, send_, recv_;
     Events deps_, starts_, ends_, marks_;  // marks: iteration start, end, per-stream joins
     std::vector<void*> pieces_;
-    std::array<cudaStream_t, sim::stream::kCount> streams_{};
+    std::array<cudaStream_t, stream::kCount> streams_{};
     Communicators comms_;
     std::size_t world_ = 0;
     GemmRunner gemm_;

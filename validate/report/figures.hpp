@@ -19,10 +19,6 @@ namespace cuboid::validate {
 // from measured op intervals by the same rule.
 using PartTimes = Breakdown;
 
-inline double exposed_comm_s(const Breakdown& b) {
-    return b.tp_comm_exposed_s + b.pp_comm_exposed_s + b.dp_comm_exposed_s;
-}
-
 struct OpSample {
     std::uint32_t rank = 0;
     std::uint32_t op = 0;    // index in the rank's OpList (compute ops only)

@@ -4,23 +4,26 @@
 #include <array>
 #include <stdexcept>
 
+#include "strategies/program_streams.hpp"
+#include "strategies/run_figures.hpp"
+
 namespace cuboid::validate {
 namespace {
 
-// What an op contributes while it runs: one of the counters below.
-enum class Part { Compute, Recompute, Tensor, Pipeline, Data, None };
+// What an op contributes while it runs: compute (0), recompute (1), the communication of class c
+// (kFirstClass + c), or nothing (-1). The lowest active counter takes the time, so compute comes
+// first and the classes in their order (program_streams.hpp), as the simulator's clock charges.
+constexpr int kFirstClass = 2;
+constexpr int kParts = kFirstClass + comm_class::kCount;
 
-Part part_of(const sim::Op& op) {
+int part_of(const sim::Op& op) {
     if (sim::is_communication(op.kind)) {
-        switch (op.category) {
-            case sim::OpCategory::TensorComm: return Part::Tensor;
-            case sim::OpCategory::PipelineComm: return Part::Pipeline;
-            case sim::OpCategory::DataComm: return Part::Data;
-            default: return Part::Tensor;  // a communication op is charged as communication
-        }
+        const int c = sim::comm_class_of(op.category);
+        // A communication op of no class is charged as communication, to the first class.
+        return kFirstClass + (c >= 0 && c < comm_class::kCount ? c : 0);
     }
-    if (op.stream != sim::stream::kCompute) return Part::None;  // compute off the compute stream
-    return op.category == sim::OpCategory::Recompute ? Part::Recompute : Part::Compute;
+    if (op.stream != stream::kCompute) return -1;  // compute off the compute stream
+    return op.category == sim::OpCategory::Recompute ? 1 : 0;
 }
 
 struct Edge {
@@ -38,31 +41,44 @@ PartTimes interval_breakdown(const sim::OpList& list, const std::vector<Interval
     for (std::size_t i = 0; i < intervals.size(); ++i) {
         const Interval& iv = intervals[i];
         finish = std::max(finish, iv.end_s);
-        const Part p = part_of(list.ops[i]);
-        if (p == Part::None || !(iv.end_s > iv.start_s)) continue;
-        edges.push_back({iv.start_s, int(p), +1});
-        edges.push_back({iv.end_s, int(p), -1});
+        const int p = part_of(list.ops[i]);
+        if (p < 0 || !(iv.end_s > iv.start_s)) continue;
+        edges.push_back({iv.start_s, p, +1});
+        edges.push_back({iv.end_s, p, -1});
     }
     std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
-    std::array<int, 5> active{};
-    std::array<double, 6> sum{};  // compute, recompute, tensor, pipeline, data, bubble
+    std::array<int, kParts> active{};
+    std::array<double, kParts + 1> sum{};  // the parts, then the bubble
     double now = 0.0;
     auto charge = [&](double until) {
         if (until <= now) return;
-        int to = 5;  // bubble
-        if (active[0] > 0 || active[1] > 0) to = active[1] > 0 && active[0] == 0 ? 1 : 0;
-        else if (active[2] > 0) to = 2;
-        else if (active[3] > 0) to = 3;
-        else if (active[4] > 0) to = 4;
-        sum[std::size_t(to)] += until - now;
+        int to = kParts;  // bubble
+        if (active[0] > 0 || active[1] > 0) {
+            to = active[1] > 0 && active[0] == 0 ? 1 : 0;
+        } else {
+            for (int p = kFirstClass; p < kParts; ++p) {
+                if (active[static_cast<std::size_t>(p)] > 0) {
+                    to = p;
+                    break;
+                }
+            }
+        }
+        sum[static_cast<std::size_t>(to)] += until - now;
         now = until;
     };
     for (const Edge& e : edges) {
         charge(e.t);
-        active[std::size_t(e.part)] += e.delta;
+        active[static_cast<std::size_t>(e.part)] += e.delta;
     }
     charge(finish);
-    return {sum[0], sum[1], sum[2], sum[3], sum[4], sum[5]};
+    PartTimes out;
+    out.compute_s = sum[0];
+    out.recompute_s = sum[1];
+    for (int c = 0; c < comm_class::kCount; ++c) {
+        out.*exposed_part(sim::comm_category(c)) = sum[static_cast<std::size_t>(kFirstClass + c)];
+    }
+    out.bubble_s = sum[kParts];
+    return out;
 }
 
 }  // namespace cuboid::validate

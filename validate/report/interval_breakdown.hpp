@@ -1,7 +1,8 @@
 // The simulator's iteration breakdown (docs/simulator.md, "Iteration breakdown") computed from
 // measured op intervals of one rank, so that predicted and measured parts mean the same thing:
 // while the compute stream runs a compute op its time is compute (recompute for Recompute-category
-// ops); while it is idle the time goes to tensor > pipeline > data communication in flight, else
+// ops); while it is idle the time goes to the communication in flight of the first class
+// (strategies/program_streams.hpp: tensor > context > expert > pipeline > data), else
 // to the bubble. The parts add up to the rank's finish (its last op's end, time 0 = iteration
 // start).
 //
