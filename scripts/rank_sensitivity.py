@@ -35,7 +35,7 @@ def tensor_comm_share(cuboid, model, plan):
     """Exposed tensor communication over the predicted iteration, from `cuboid run --json`."""
     degrees = dict(item.split("=") for item in plan.split())
     keys = {"t": "parallel.tensor", "p": "parallel.pipeline", "d": "parallel.data", "mb": "training.micro_batch"}
-    cmd = [cuboid, "run", str(ROOT / "scenarios" / "vtrain" / f"{model}.yaml"), "--fold", "--quiet", "--json", "-"]
+    cmd = [cuboid, "run", str(ROOT / "scenarios" / "vtrain" / f"{model}.yaml"), "--quiet", "--json", "-"]
     for short, key in keys.items():
         cmd += ["--set", f"{key}={degrees[short]}"]
     done = subprocess.run(cmd, capture_output=True, text=True)

@@ -157,28 +157,32 @@ TEST_CASE("run: --trace writes a Trace Event JSON document", "[cli][main]") {
     CHECK(contains(bad.err, "/no/such/dir/t.json"));
 }
 
-// Folding is a way to simulate, not a different model: `run --fold` must report the very same
-// iteration and fingerprint as the full run, with fewer events (4 nodes x tensor 8: the two
-// replicas of each stage are images of each other, so at least half the ranks are not run).
-// Each command rejects the switch that is not its own.
-TEST_CASE("run --fold gives the full run's result with fewer events; misplaced switches are bad input",
+// Folding is a way to simulate, not a different model: `run` (folded by default, and with the
+// --fold of older scripts) must report the very same iteration and fingerprint as `run --no-fold`,
+// with fewer events (4 nodes x tensor 8: the two replicas of each stage are images of each other,
+// so at least half the ranks are not run). Each command rejects the switch that is not its own.
+TEST_CASE("run folds by default with the full run's result and fewer events; misplaced switches are bad input",
           "[cli][main][fold]") {
-    const auto full = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
-    const auto folded = run_cli(with({"run", kDefault, "--json", "-", "--fold"}, kSmall));
+    const auto full = run_cli(with({"run", kDefault, "--json", "-", "--no-fold"}, kSmall));
+    const auto folded = run_cli(with({"run", kDefault, "--json", "-"}, kSmall));
+    const auto named = run_cli(with({"run", kDefault, "--json", "-", "--fold"}, kSmall));
     REQUIRE(full.code == 0);
     REQUIRE(folded.code == 0);
+    REQUIRE(named.code == 0);
     const auto a = nlohmann::json::parse(full.out);
     const auto b = nlohmann::json::parse(folded.out);
     CHECK(a["iteration_time_s"] == b["iteration_time_s"]);
     CHECK(a["fingerprint"] == b["fingerprint"]);
+    CHECK(a["breakdown_s"] == b["breakdown_s"]);
     CHECK(b["sim"]["events"].get<double>() * 2 <= a["sim"]["events"].get<double>());
+    CHECK(nlohmann::json::parse(named.out)["sim"]["events"] == b["sim"]["events"]);
 
     const auto sweep = run_cli({"sweep", kDefault, "--fold"});
     CHECK(sweep.code == 2);
     CHECK(contains(sweep.err, "does not take --fold"));
-    const auto run = run_cli({"run", kDefault, "--no-fold"});
-    CHECK(run.code == 2);
-    CHECK(contains(run.err, "--no-fold"));
+    const auto both = run_cli({"run", kDefault, "--fold", "--no-fold"});
+    CHECK(both.code == 2);
+    CHECK(contains(both.err, "--fold and --no-fold contradict each other"));
 }
 
 TEST_CASE("run: input errors of every kind exit 2 naming where, never an internal error", "[cli][main]") {
