@@ -67,10 +67,10 @@ TEST_CASE("an FP8 plan's MFU is also given against the dense BF16 peak", "[cli][
     CHECK(r.mfu < b.mfu);
 }
 
-TEST_CASE("mfu_bf16 travels between MPI ranks and reaches the sweep CSV", "[cli][mfu]") {
-    RunResult r;
-    r.mfu = 0.3;
-    r.mfu_bf16 = 0.6;
+namespace {
+
+// `r` as one point's outcome, sent to another MPI rank and read back there.
+RunResult across_ranks(const RunResult& r) {
     PointOutcome o;
     o.status = PointStatus::Ok;
     o.result = r;
@@ -79,7 +79,17 @@ TEST_CASE("mfu_bf16 travels between MPI ranks and reaches the sweep CSV", "[cli]
     share.outcomes = {o};
     const SweepShare back = decode_share(encode_share(share));
     REQUIRE(back.outcomes.size() == 1);
-    CHECK(back.outcomes[0].result->mfu_bf16 == 0.6);
+    REQUIRE(back.outcomes[0].result.has_value());
+    return *back.outcomes[0].result;
+}
+
+}  // namespace
+
+TEST_CASE("mfu_bf16 travels between MPI ranks and reaches the sweep CSV", "[cli][mfu]") {
+    RunResult r;
+    r.mfu = 0.3;
+    r.mfu_bf16 = 0.6;
+    CHECK(across_ranks(r).mfu_bf16 == 0.6);
     const auto columns = sweep_csv_columns();
     CHECK(std::find(columns.begin(), columns.end(), "mfu_bf16") != columns.end());
     CHECK(std::find(columns.begin(), columns.end(), "mfu") != columns.end());
@@ -89,18 +99,11 @@ TEST_CASE("every part of the breakdown travels between MPI ranks and has a sweep
     RunResult r;
     double seconds = 1.0;
     for (const BreakdownPart& part : breakdown_parts()) r.breakdown.*part.seconds = seconds++;
-    PointOutcome o;
-    o.status = PointStatus::Ok;
-    o.result = r;
-    SweepShare share;
-    share.indices = {0};
-    share.outcomes = {o};
-    const SweepShare back = decode_share(encode_share(share));
-    REQUIRE(back.outcomes.size() == 1);
+    const RunResult back = across_ranks(r);
     const auto columns = sweep_csv_columns();
     for (const BreakdownPart& part : breakdown_parts()) {
         INFO(part.key);
-        CHECK(back.outcomes[0].result->breakdown.*part.seconds == r.breakdown.*part.seconds);
+        CHECK(back.breakdown.*part.seconds == r.breakdown.*part.seconds);
         CHECK(std::count(columns.begin(), columns.end(), std::string("breakdown_s.") + part.key) == 1);
     }
     CHECK(breakdown_parts().size() == 8);

@@ -158,22 +158,42 @@ TEST_CASE("a plan without phases or flows ends the instance at once", "[sim][exe
     CHECK(instance_requests(planner, p.program).size() == 1);
 }
 
+namespace {
+
+// One rank: a (1 us), then two collectives after it on streams of their own, a 4 us one of
+// category `first` and a 6 us one of category `second`, then b (1 us) after both.
+struct Overlap {
+    TestProgram p;
+    std::uint32_t first_group = 0;
+    std::uint32_t second_group = 0;
+
+    Overlap(OpCategory first, StreamId first_stream, OpCategory second, StreamId second_stream) {
+        const Time us = microseconds(1.0);
+        first_group = p.group({0}, "first");
+        second_group = p.group({0}, "second");
+        const auto l = p.add_list();
+        const auto a = p.compute(l, "a", us);
+        const auto x = p.comm(l, OpKind::AllReduce, "first.ar", 0, Bytes(8.0), first_stream, first, {a});
+        const auto y = p.comm(l, OpKind::AllReduce, "second.ar", 1, Bytes(8.0), second_stream, second, {a});
+        p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {x, y});
+        p.rank(l, {first_group, second_group});
+    }
+    SimResult run() {
+        const Time us = microseconds(1.0);
+        TablePlanner planner;
+        planner.plans[first_group] = TransferPlan{{TransferPhase{us * 4, {}}}};
+        planner.plans[second_group] = TransferPlan{{TransferPhase{us * 6, {}}}};
+        Recorder rec;
+        return ::run(p, planner, {}, rec, true);
+    }
+};
+
+}  // namespace
+
 TEST_CASE("idle time under overlapping transfers goes to the highest-priority category", "[sim][breakdown]") {
     const Time us = microseconds(1.0);
-    TestProgram p;
-    const auto tp = p.group({0}, "tp");
-    const auto dp = p.group({0}, "dp");
-    const auto l = p.add_list();
-    const auto a = p.compute(l, "a", us);
-    const auto t = p.comm(l, OpKind::AllReduce, "tp.ar", 0, Bytes(8.0), stream::kTensorComm, comm_class::kTensor, {a});
-    const auto d = p.comm(l, OpKind::AllReduce, "dp.ar", 1, Bytes(8.0), stream::kDataComm, comm_class::kData, {a});
-    p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {t, d});
-    p.rank(l, {tp, dp});
-    TablePlanner planner;
-    planner.plans[tp] = TransferPlan{{TransferPhase{us * 4, {}}}};
-    planner.plans[dp] = TransferPlan{{TransferPhase{us * 6, {}}}};
-    Recorder rec;
-    const SimResult r = run(p, planner, {}, rec, true);
+    Overlap o(comm_class::kTensor, stream::kTensorComm, comm_class::kData, stream::kDataComm);
+    const SimResult r = o.run();
     // a [0,1]; tensor transfer [1,5] and data transfer [1,7] overlap; b [7,8]. The gap [1,7]:
     // 1..5 both move data -> tensor (higher priority) 4 us; 5..7 only data -> data 2 us.
     const RankBreakdown& b = r.ranks[0].breakdown;
@@ -185,28 +205,13 @@ TEST_CASE("idle time under overlapping transfers goes to the highest-priority ca
 }
 
 // sim gives communication classes no meaning: the program lists them, and the first class listed
-// with a transfer in flight takes the idle time. Five classes, the data class's ops in class 1 and
-// the tensor class's in class 4: the same overlap as above now charges the data class first.
+// with a transfer in flight takes the idle time. Five classes, the 4 us collective in class 4 and
+// the 6 us one in class 1: the same overlap as above now charges all of the gap to class 1.
 TEST_CASE("the program's order of its communication classes decides who takes idle time", "[sim][breakdown]") {
     const Time us = microseconds(1.0);
-    TestProgram p;
-    p.program.comm_classes = {{"a", false}, {"reduce", false}, {"b", false}, {"c", false}, {"layer", true}};
-    const OpCategory reduce = comm_category(1);
-    const OpCategory layer = comm_category(4);
-    const auto tp = p.group({0}, "tp");
-    const auto dp = p.group({0}, "dp");
-    const auto l = p.add_list();
-    const auto a = p.compute(l, "a", us);
-    const auto t = p.comm(l, OpKind::AllReduce, "layer.ar", 0, Bytes(8.0), 3, layer, {a});
-    const auto d = p.comm(l, OpKind::AllReduce, "reduce.ar", 1, Bytes(8.0), 9, reduce, {a});
-    p.compute(l, "b", us, stream::kCompute, OpCategory::Compute, {t, d});
-    p.rank(l, {tp, dp});
-    TablePlanner planner;
-    planner.plans[tp] = TransferPlan{{TransferPhase{us * 4, {}}}};
-    planner.plans[dp] = TransferPlan{{TransferPhase{us * 6, {}}}};
-    Recorder rec;
-    const SimResult r = run(p, planner, {}, rec, true);
-    // The gap [1,7]: the reduce transfer moves all along and comes first: 6 us, the layer's none.
+    Overlap o(comm_category(4), 3, comm_category(1), 9);
+    o.p.program.comm_classes = {{"a", false}, {"reduce", false}, {"b", false}, {"c", false}, {"layer", true}};
+    const SimResult r = o.run();
     const RankBreakdown& b = r.ranks[0].breakdown;
     CHECK(r.makespan == us * 8);
     CHECK(b.comm_exposed[1] == us * 6);
@@ -215,8 +220,8 @@ TEST_CASE("the program's order of its communication classes decides who takes id
     CHECK(sum(b) == r.makespan);
 
     // A communication op whose category names no class of the program is a malformed program.
-    p.program.comm_classes.resize(4);
-    CHECK_THROWS_WITH(run(p, planner, {}, rec, true), Catch::Contains("names no communication class"));
+    o.p.program.comm_classes.resize(4);
+    CHECK_THROWS_WITH(o.run(), Catch::Contains("names no communication class"));
 }
 
 TEST_CASE("an op waiting on two other streams starts when the later of them is done", "[sim][executor]") {
