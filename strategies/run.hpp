@@ -39,12 +39,14 @@ struct Breakdown {
 // The parts of a Breakdown in report order, one table for every writer and reader: the key in
 // results ("tp_comm_exposed", under breakdown_s), the label of text reports and charts, and the
 // member. Results always carry every part; text reports and tables leave out a part that is not
-// `always_shown` when it is zero (the axes most plans lack: context, expert).
+// `always_shown` when it is zero (the axes most plans lack: context, expert). A part of exposed
+// communication names its axis ("tensor"; validate's comparison rows say "exposed tensor comm").
 struct BreakdownPart {
     const char* key;
     const char* label;
     double Breakdown::*seconds;
     bool always_shown = true;
+    const char* comm_axis = nullptr;
 };
 std::span<const BreakdownPart> breakdown_parts();
 

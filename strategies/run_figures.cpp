@@ -23,11 +23,11 @@ std::span<const BreakdownPart> breakdown_parts() {
     static constexpr BreakdownPart kParts[] = {
         {"compute", "compute", &Breakdown::compute_s},
         {"recompute", "recompute", &Breakdown::recompute_s},
-        {"tp_comm_exposed", "tp comm exposed", &Breakdown::tp_comm_exposed_s},
-        {"cp_comm_exposed", "cp comm exposed", &Breakdown::cp_comm_exposed_s, false},
-        {"ep_comm_exposed", "ep comm exposed", &Breakdown::ep_comm_exposed_s, false},
-        {"pp_comm_exposed", "pp comm exposed", &Breakdown::pp_comm_exposed_s},
-        {"dp_comm_exposed", "dp comm exposed", &Breakdown::dp_comm_exposed_s},
+        {"tp_comm_exposed", "tp comm exposed", &Breakdown::tp_comm_exposed_s, true, "tensor"},
+        {"cp_comm_exposed", "cp comm exposed", &Breakdown::cp_comm_exposed_s, false, "context"},
+        {"ep_comm_exposed", "ep comm exposed", &Breakdown::ep_comm_exposed_s, false, "expert"},
+        {"pp_comm_exposed", "pp comm exposed", &Breakdown::pp_comm_exposed_s, true, "pipeline"},
+        {"dp_comm_exposed", "dp comm exposed", &Breakdown::dp_comm_exposed_s, true, "data"},
         {"bubble", "bubble", &Breakdown::bubble_s},
     };
     return kParts;

@@ -135,6 +135,17 @@ TEST_CASE("a measured file carries the context and expert parts, which older fil
     const Figures back = figures_from_json(j, "m.json");
     CHECK(back.breakdown.cp_comm_exposed_s == 0.02);
     CHECK(back.breakdown.ep_comm_exposed_s == 0.03);
+    // Compared row by row, one per axis, the order of the breakdown's classes.
+    const Comparison c = compare(predicted(), back, 1.0);
+    CHECK(row(c, "exposed context comm").measured == 0.02);
+    CHECK(row(c, "exposed expert comm").measured == 0.03);
+    CHECK(row(c, "exposed expert comm").predicted == 0.0);
+    std::vector<std::string> metrics;
+    for (const Row& r : c.rows) {
+        if (r.metric.starts_with("exposed ") && r.metric.ends_with(" comm")) metrics.push_back(r.metric);
+    }
+    CHECK(metrics == std::vector<std::string>{"exposed tensor comm", "exposed context comm", "exposed expert comm",
+                                              "exposed pipeline comm", "exposed data comm"});
     // A file written before these parts existed measured none.
     j["breakdown"].erase("cp_comm_exposed_s");
     j["breakdown"].erase("ep_comm_exposed_s");

@@ -93,11 +93,10 @@ Comparison compare(const Figures& p, const Figures& m, double tokens_per_iterati
         tokens_per_iteration / m.iteration_time_s);
     add_op_kinds(c, p, m);
     add(c, "exposed communication", "s", p.breakdown.exposed_comm_s(), m.breakdown.exposed_comm_s());
-    add(c, "exposed tensor comm", "s", p.breakdown.tp_comm_exposed_s, m.breakdown.tp_comm_exposed_s);
-    add(c, "exposed context comm", "s", p.breakdown.cp_comm_exposed_s, m.breakdown.cp_comm_exposed_s);
-    add(c, "exposed expert comm", "s", p.breakdown.ep_comm_exposed_s, m.breakdown.ep_comm_exposed_s);
-    add(c, "exposed pipeline comm", "s", p.breakdown.pp_comm_exposed_s, m.breakdown.pp_comm_exposed_s);
-    add(c, "exposed data comm", "s", p.breakdown.dp_comm_exposed_s, m.breakdown.dp_comm_exposed_s);
+    for (const BreakdownPart& part : breakdown_parts()) {  // each axis' exposed communication
+        if (part.comm_axis == nullptr) continue;
+        add(c, fmt::format("exposed {} comm", part.comm_axis), "s", p.breakdown.*part.seconds, m.breakdown.*part.seconds);
+    }
     add(c, "bubble", "s", p.breakdown.bubble_s, m.breakdown.bubble_s);
     add(c, "peak memory", "bytes", p.peak_memory_bytes, m.peak_memory_bytes);
     add_op_errors(c, p, m);
