@@ -72,8 +72,9 @@ struct SimOptions {
     // the network would compute (sim/exclusive.hpp). It changes no time; only fewer events.
     bool exclusive_transfers = true;
     // Run a lockstep run of exclusive collectives of a lockstep class (CommClass::lockstep) and
-    // the compute chains between them (sim/op_list_index.hpp) as one event, with the times it would have step by step. It
-    // changes no time; only fewer events. Needs exclusive_transfers, and is off under observers.
+    // the compute chains between them (sim/op_list_index.hpp) as one event, with the times it
+    // would have step by step. It changes no time; only fewer events. Needs exclusive_transfers,
+    // and is off under observers.
     bool lockstep_runs = true;
     std::vector<std::vector<std::uint32_t>> fold_generators;
     // Polled every few thousand events: once requested, simulate() throws Cancelled within

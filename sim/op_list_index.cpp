@@ -53,7 +53,9 @@ CommClassRules CommClassRules::of(const Program& program) {
     }
     CommClassRules rules{static_cast<int>(program.comm_classes.size()), 0};
     for (int c = 0; c < rules.count; ++c) {
-        if (program.comm_classes[static_cast<std::size_t>(c)].lockstep) rules.lockstep |= static_cast<std::uint8_t>(1U << c);
+        if (program.comm_classes[static_cast<std::size_t>(c)].lockstep) {
+            rules.lockstep |= static_cast<std::uint8_t>(1U << c);
+        }
     }
     return rules;
 }

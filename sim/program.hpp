@@ -38,7 +38,7 @@ enum class OpKind : std::uint8_t {
     Embedding,    // gather / scatter of rows
     CrossEntropy,
     Optimizer,    // Adam update over the local shard of parameters
-    HostDispatch, // the host thread issuing the next GPU op (framework + launch), on a host stream of its own
+    HostDispatch, // the host thread issuing the next GPU op (framework + launch), on a stream of its own
     // Communication (priced by the collective planner as flows on the network).
     AllReduce,
     AllGather,
@@ -164,9 +164,10 @@ struct OpList {
     Bytes resident{0.0};  // memory held for the whole iteration: weights, gradients, optimizer state
 };
 
-// A communicator: the ranks of one group (a tensor, pipeline-pair or data group in cuboid's plans). The k-th communication op
-// that each member issues on a group is one instance; it starts when every member has issued it
-// (as with an NCCL communicator, members issue a group's collectives in the same order).
+// A communicator: the ranks of one group (a tensor, pipeline-pair or data group in cuboid's
+// plans). The k-th communication op that each member issues on a group is one instance; it starts
+// when every member has issued it (as with an NCCL communicator, members issue a group's
+// collectives in the same order).
 struct Group {
     std::vector<std::uint32_t> ranks;  // in ring order; for a Send/Recv pair: {lower stage, higher stage}
     std::uint32_t label = 0;            // index into Program::labels
