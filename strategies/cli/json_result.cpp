@@ -180,7 +180,9 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
         {"memory_capacity_bytes", whole_bytes(r.memory_capacity_bytes)},
         {"fits_in_memory", r.fits_in_memory},
         {"breakdown_s", breakdown_json(r.breakdown)},
-        {"sim", {{"events", r.sim_events}, {"wall_s", r.sim_wall_s}}},
+        // fold_factor: GPUs per simulated GPU (1: every GPU simulated; docs/simulator.md,
+        // "Symmetry folding"), so that `events` reads right.
+        {"sim", {{"events", r.sim_events}, {"wall_s", r.sim_wall_s}, {"fold_factor", r.sim_fold_factor}}},
         // Extras beyond the contract.
         {"critical_rank", r.critical_rank},
         {"fingerprint", fingerprint_text(r.fingerprint)},

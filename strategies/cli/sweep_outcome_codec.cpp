@@ -86,7 +86,8 @@ json result_to_json(const RunResult& r) {
             {"numbers",
              json::array({r.iteration_time_s, r.tokens_per_s, r.model_flops_per_iteration,
                           r.hardware_flops_per_iteration, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu,
-                          r.peak_memory_bytes, r.memory_capacity_bytes, r.sim_wall_s, r.mfu_bf16})},
+                          r.peak_memory_bytes, r.memory_capacity_bytes, r.sim_wall_s, r.mfu_bf16,
+                          r.sim_fold_factor})},
             {"fits", r.fits_in_memory},
             {"headroom", r.memory_headroom},
             {"stage_memory", stage_memory_to_json(r.stage_memory)},
@@ -112,7 +113,7 @@ RunResult result_from_json(const json& j) {
     double* const numbers[] = {&r.iteration_time_s,      &r.tokens_per_s, &r.model_flops_per_iteration,
                                &r.hardware_flops_per_iteration, &r.model_tflops_per_gpu,
                                &r.hardware_tflops_per_gpu, &r.mfu, &r.peak_memory_bytes,
-                               &r.memory_capacity_bytes, &r.sim_wall_s, &r.mfu_bf16};
+                               &r.memory_capacity_bytes, &r.sim_wall_s, &r.mfu_bf16, &r.sim_fold_factor};
     for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = n.at(k).get<double>();
     r.fits_in_memory = j.at("fits").get<bool>();
     r.memory_headroom = j.at("headroom").get<double>();

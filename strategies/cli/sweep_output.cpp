@@ -19,7 +19,7 @@ const char* const kRunColumns[] = {
     "hardware_flops_per_iteration", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
     "peak_memory_bytes", "memory_capacity_bytes", "fits_in_memory"};
 const char* const kRunColumnsAfterBreakdown[] = {
-    "sim.events", "sim.wall_s", "critical_rank", "fingerprint", "plan.tensor", "plan.pipeline", "plan.data",
+    "sim.events", "sim.wall_s", "sim.fold_factor", "critical_rank", "fingerprint", "plan.tensor", "plan.pipeline", "plan.data",
     "plan.virtual_stages", "plan.schedule", "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
 
 std::string csv_field(const std::string& text) {

@@ -250,8 +250,13 @@ void write_report(std::ostream& out, const Scenario& s, const RunResult& r) {
     write_training(out, s, r);
     fmt::print(out, "\n");
     write_breakdown(out, r);
-    fmt::print(out, "\nsimulated {} events in {:.3f} s wall time; fingerprint {}\n", r.sim_events, r.sim_wall_s,
-               fingerprint_text(r.fingerprint));
+    // A folded run says so: its events are those of one GPU per set of GPUs proved identical.
+    const std::string folded =
+        r.sim_fold_factor > 1.0
+            ? fmt::format(", one GPU simulated for every {:.3g} proved identical (--no-fold: all)", r.sim_fold_factor)
+            : std::string();
+    fmt::print(out, "\nsimulated {} events in {:.3f} s wall time{}; fingerprint {}\n", r.sim_events, r.sim_wall_s,
+               folded, fingerprint_text(r.fingerprint));
 }
 
 }  // namespace cuboid::cli

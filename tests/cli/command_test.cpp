@@ -176,6 +176,14 @@ TEST_CASE("run folds by default with the full run's result and fewer events; mis
     CHECK(a["breakdown_s"] == b["breakdown_s"]);
     CHECK(b["sim"]["events"].get<double>() * 2 <= a["sim"]["events"].get<double>());
     CHECK(nlohmann::json::parse(named.out)["sim"]["events"] == b["sim"]["events"]);
+    // The result says how many GPUs each simulated GPU stands for, and the report says it folded.
+    CHECK(a["sim"]["fold_factor"].get<double>() == 1.0);
+    CHECK(b["sim"]["fold_factor"].get<double>() >= 2.0);
+    const auto report = run_cli(with({"run", kDefault}, kSmall));
+    REQUIRE(report.code == 0);
+    CHECK(contains(report.out, "proved identical (--no-fold: all)"));
+    const auto full_report = run_cli(with({"run", kDefault, "--no-fold"}, kSmall));
+    CHECK_FALSE(contains(full_report.out, "proved identical"));
 
     const auto sweep = run_cli({"sweep", kDefault, "--fold"});
     CHECK(sweep.code == 2);

@@ -89,7 +89,10 @@ TEST_CASE("mfu_bf16 travels between MPI ranks and reaches the sweep CSV", "[cli]
     RunResult r;
     r.mfu = 0.3;
     r.mfu_bf16 = 0.6;
-    CHECK(across_ranks(r).mfu_bf16 == 0.6);
+    r.sim_fold_factor = 4.0;
+    const RunResult back = across_ranks(r);
+    CHECK(back.mfu_bf16 == 0.6);
+    CHECK(back.sim_fold_factor == 4.0);  // a merged row says what the rank's run simulated
     const auto columns = sweep_csv_columns();
     CHECK(std::find(columns.begin(), columns.end(), "mfu_bf16") != columns.end());
     CHECK(std::find(columns.begin(), columns.end(), "mfu") != columns.end());

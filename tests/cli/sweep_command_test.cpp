@@ -164,7 +164,7 @@ TEST_CASE("sweep --csv: a header of the swept keys, status and the run fields, o
     CHECK(std::vector<std::string>(header.begin(), header.begin() + 4) ==
           std::vector<std::string>{"parallel.tensor", "parallel.pipeline", "training.micro_batch", "status"});
     for (const char* column : {"iteration_time_s", "tokens_per_s", "mfu", "peak_memory_bytes", "fits_in_memory",
-                               "breakdown_s.bubble", "sim.events", "pareto"})
+                               "breakdown_s.bubble", "sim.events", "sim.fold_factor", "pareto"})
         CHECK(std::find(header.begin(), header.end(), column) != header.end());
     std::size_t lines = 0;
     for (std::string line; std::getline(text, line);) ++lines;
