@@ -1,8 +1,9 @@
 #include "strategies/run_figures.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "sim/memory.hpp"
 #include "strategies/model_math.hpp"
@@ -34,17 +35,21 @@ std::span<const BreakdownPart> breakdown_parts() {
 }
 
 double Breakdown::*exposed_part(sim::OpCategory comm) {
-    // Indexed by communication class (program_streams.hpp).
-    static constexpr double Breakdown::*kByClass[] = {&Breakdown::tp_comm_exposed_s, &Breakdown::cp_comm_exposed_s,
-                                                      &Breakdown::ep_comm_exposed_s, &Breakdown::pp_comm_exposed_s,
-                                                      &Breakdown::dp_comm_exposed_s};
-    static_assert(std::size(kByClass) == comm_class::kCount);
-    static_assert(sim::comm_class_of(comm_class::kTensor) == 0 && sim::comm_class_of(comm_class::kContext) == 1 &&
-                  sim::comm_class_of(comm_class::kExpert) == 2 && sim::comm_class_of(comm_class::kPipeline) == 3 &&
-                  sim::comm_class_of(comm_class::kData) == 4);
-    const int c = sim::comm_class_of(comm);
-    if (c < 0 || c >= comm_class::kCount) throw std::logic_error("exposed_part: not a communication class");
-    return kByClass[c];
+    // The part whose axis is the class's name: program_streams.cpp names the classes and the
+    // table above their parts, so the two cannot drift apart.
+    static const std::vector<sim::CommClass> classes = [] {
+        sim::Program named;
+        name_streams_and_classes(named);
+        return named.comm_classes;
+    }();
+    const auto c = static_cast<std::size_t>(sim::comm_class_of(comm));
+    if (c < classes.size()) {
+        for (const BreakdownPart& part : breakdown_parts()) {
+            if (part.comm_axis != nullptr && classes[c].name == part.comm_axis) return part.seconds;
+        }
+    }
+    throw std::logic_error("exposed_part: category " + std::to_string(static_cast<int>(comm)) +
+                           " names no communication class with a breakdown part");
 }
 
 Breakdown breakdown_seconds(const sim::RankBreakdown& b) {
