@@ -1,9 +1,12 @@
 // Where the parallel plan puts work: (tensor, data, pipeline) coordinates <-> rank = GPU index,
 // and which layers each pipeline stage holds.
 //
-// Megatron's order: tensor groups innermost (consecutive GPUs of one node, so tensor-parallel
-// collectives stay on NVLink), then context, then data, then pipeline:
+// The plan's axes are an ordered list (Layout::grid, strategies/rank_grid.hpp), in Megatron's
+// order: tensor groups innermost (consecutive GPUs of one node, so tensor-parallel collectives
+// stay on NVLink), then context, then data, then pipeline:
 //     rank = tp + t * (cp + c * dp' + d' * pp)
+// Every communicator but the pipeline's pairs is derived from that list or a resplit view of it
+// (strategies/group_families.hpp).
 // The layout's data axis counts the replicas of a stage's weights, data x context: index
 // dp = cp + c * dp' (the context group's ranks are consecutive data indices, as ZeRO-3's shard
 // groups are). Gradients are reduced and ZeRO shards over all of them (Megatron-Core's
@@ -14,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "strategies/rank_grid.hpp"
 #include "strategies/scenario.hpp"
 
 namespace cuboid {
@@ -56,12 +60,23 @@ struct Layout {
     std::vector<int> chunk_layers;
 
     int gpus() const { return tensor * pipeline * data; }
+    // The plan's axes, innermost first: tensor, context, data (data_parallel()), pipeline.
+    RankGrid grid() const;
+    // The same ranks with context x data regrouped as the ZeRO shard group's consecutive
+    // shard_size() indices x the copies (replica).
+    RankGrid shard_grid() const;
+    // The same ranks with a stage's tensor x context x data regrouped as expert_tensor x expert x
+    // expert_data (Megatron-Core's expert groups, carved from the data axis).
+    RankGrid expert_grid() const;
+    // The same ranks with the tensor axis split into its mesh axes mesh0, mesh1, mesh2.
+    RankGrid mesh_grid() const;
     // Ranks of the expert-data group: the replicas of each expert's weights in a stage.
     int expert_data() const { return tensor * data / (expert * expert_tensor); }
     int data_parallel() const { return data / context; }  // ranks that take different sequences
     int context_of(int dp) const { return dp % context; }  // position in the context group
     int shard_size() const { return data_shard > 0 ? data_shard : data; }
     bool hybrid_sharding() const { return shard_size() < data; }
+    // grid()'s formula with the context and data coordinates merged into dp = cp + c * dp'.
     std::uint32_t rank(int tp, int dp, int pp) const {
         return static_cast<std::uint32_t>(tp + tensor * (dp + data * pp));
     }

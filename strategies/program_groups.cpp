@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "strategies/group_families.hpp"
 #include "strategies/group_slots.hpp"
 
 namespace cuboid {
@@ -19,28 +20,6 @@ Index add_group(sim::Program& p, std::vector<std::uint32_t> ranks, std::uint32_t
 std::vector<std::uint32_t> pair(const Layout& l, int tp, int dp, int a, int b) {
     const std::uint32_t ra = l.rank(tp, dp, a), rb = l.rank(tp, dp, b);
     return a < b ? std::vector<std::uint32_t>{ra, rb} : std::vector<std::uint32_t>{rb, ra};
-}
-
-// The axis groups of the tensor group at (dp, stage): for each axis, one group per combination of
-// the other coordinates. Returns, per tensor index, the group index of each axis.
-std::vector<std::array<Index, 3>> add_axis_groups(sim::Program& p, const Layout& l, int dp, int stage,
-                                                   std::uint32_t label) {
-    std::vector<std::array<Index, 3>> out(static_cast<std::size_t>(l.tensor));
-    for (int axis = 0; axis < 3; ++axis) {
-        for (int i = 0; i < l.tensor; ++i) {
-            int stride = 1;
-            for (int a = 0; a < axis; ++a) stride *= l.tensor_mesh[static_cast<std::size_t>(a)];
-            const int base = i - l.mesh_coord(i, axis) * stride;
-            if (base != i) continue;  // only the member with coordinate 0 creates the group
-            std::vector<std::uint32_t> ranks;
-            for (int c = 0; c < l.tensor_mesh[static_cast<std::size_t>(axis)]; ++c)
-                ranks.push_back(l.rank(base + c * stride, dp, stage));
-            const Index g = add_group(p, std::move(ranks), label);
-            for (int c = 0; c < l.tensor_mesh[static_cast<std::size_t>(axis)]; ++c)
-                out[static_cast<std::size_t>(base + c * stride)][static_cast<std::size_t>(axis)] = g;
-        }
-    }
-    return out;
 }
 
 }  // namespace
@@ -61,24 +40,25 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     const auto at = [&](int a, int b, int c, int nb, int nc) {
         return static_cast<std::size_t>((a * nb + b) * nc + c);
     };
-    std::vector<Index> tp_group(static_cast<std::size_t>(d * pp)), dp_group(static_cast<std::size_t>(t * pp));
+    // Every rank's slots: each family's group, then the pipeline's and the embedding's pairs.
+    const auto gpus = static_cast<std::size_t>(l.gpus());
+    std::vector<std::vector<std::uint32_t>> slots(gpus);
+    for (std::size_t r = 0; r < gpus; ++r) slots[r].assign(slot::kCount, 0);
+    std::vector<bool> filled(slot::kCount, false);
+    for (const GroupFamily& family : group_families(l, parameter_gathers)) {
+        RankGrid::Partition part = family.grid.partition(family.varying);
+        const auto first = static_cast<Index>(p.groups.size());
+        for (std::vector<std::uint32_t>& ranks : part.groups) add_group(p, std::move(ranks), labels.*family.label);
+        for (std::size_t r = 0; r < gpus; ++r) slots[r][family.slot] = first + part.group_of[r];
+        filled[family.slot] = true;
+    }
+    for (std::size_t r = 0; r < gpus; ++r)
+        for (std::uint16_t k = 0; k < slot::kCount; ++k)
+            if (!filled[k]) slots[r][k] = slots[r][k == slot::kShard ? slot::kData : slot::kTensor];
+    // act[s]: activations s -> next(s); grad[s]: gradients next(s) -> s.
     std::vector<Index> act(static_cast<std::size_t>(t * d * pp)), grad(act.size());
     std::vector<Index> act_up, grad_up;  // ZB-V: act_up[s] next(s) -> s, grad_up[s] s -> next(s)
     if (l.v_shape) act_up.resize(act.size()), grad_up.resize(act.size());
-    p.groups.reserve(tp_group.size() + dp_group.size() + 2 * act.size());
-    for (int s = 0; s < pp; ++s) {
-        for (int j = 0; j < d; ++j) {
-            std::vector<std::uint32_t> ranks;
-            for (int i = 0; i < t; ++i) ranks.push_back(l.rank(i, j, s));
-            tp_group[static_cast<std::size_t>(s * d + j)] = add_group(p, std::move(ranks), labels.group_tp);
-        }
-        for (int i = 0; i < t; ++i) {
-            std::vector<std::uint32_t> ranks;
-            for (int j = 0; j < d; ++j) ranks.push_back(l.rank(i, j, s));
-            dp_group[static_cast<std::size_t>(s * t + i)] = add_group(p, std::move(ranks), labels.group_dp);
-        }
-    }
-    // act[s]: activations s -> next(s); grad[s]: gradients next(s) -> s.
     for (int s = 0; s < pp; ++s) {
         const int n = next_stage(l, s);
         if (n < 0) continue;
@@ -98,94 +78,10 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     if (tied_embedding && l.ends_apart())
         for (int i = 0; i < t; ++i)
             for (int j = 0; j < d; ++j) emb.push_back(add_group(p, pair(l, i, j, 0, pp - 1), labels.group_emb));
-    // ZeRO-3 hybrid sharding: shard groups of consecutive data indices and, across them, the
-    // groups of ranks holding the same shard (HSDP's shard and replicate dimensions).
-    // ZeRO-3's parameter gathers run on a stream of their own, so they get their own copy of each
-    // shard group: a group carries the ops of one stream only, so that its k-th collective is the
-    // same op on every member whatever order the members' streams post in.
-    const int sg = l.shard_size();
-    std::vector<Index> shard, replica, gather;
-    if (l.hybrid_sharding() || parameter_gathers)
-        for (int s = 0; s < pp; ++s)
-            for (int i = 0; i < t; ++i) {
-                for (int k = 0; k < d / sg; ++k) {
-                    std::vector<std::uint32_t> ranks;
-                    for (int j = k * sg; j < (k + 1) * sg; ++j) ranks.push_back(l.rank(i, j, s));
-                    if (parameter_gathers) gather.push_back(add_group(p, ranks, labels.group_shard));
-                    if (l.hybrid_sharding()) shard.push_back(add_group(p, std::move(ranks), labels.group_shard));
-                }
-                if (!l.hybrid_sharding()) continue;
-                for (int c = 0; c < sg; ++c) {
-                    std::vector<std::uint32_t> ranks;
-                    for (int j = c; j < d; j += sg) ranks.push_back(l.rank(i, j, s));
-                    replica.push_back(add_group(p, std::move(ranks), labels.group_replica));
-                }
-            }
-    // Context groups: c consecutive data indices, in ring order (Megatron-Core's cp group).
-    const int cp = l.context;
-    std::vector<Index> context;
-    if (cp > 1)
-        for (int s = 0; s < pp; ++s)
-            for (int i = 0; i < t; ++i)
-                for (int k = 0; k < d / cp; ++k) {
-                    std::vector<std::uint32_t> ranks;
-                    for (int j = k * cp; j < (k + 1) * cp; ++j) ranks.push_back(l.rank(i, j, s));
-                    context.push_back(add_group(p, std::move(ranks), labels.group_cp));
-                }
-    // Expert groups: a stage's ranks q = tp + t * dp as q = a + etp * (e + ep * f) (a: expert
-    // tensor, e: expert, f: expert-data index); per stage the groups of fixed (a, f), (e, f), (a, e).
-    const int etp = l.expert_tensor, ep = l.expert, per_stage = t * d;
-    std::vector<Index> expert, expert_tensor, expert_data;  // indexed by stage * per_stage + q
-    if (l.experts) {
-        expert.resize(static_cast<std::size_t>(per_stage * pp));
-        expert_tensor.resize(expert.size());
-        expert_data.resize(expert.size());
-        const auto rank_of = [&](int q, int s) { return l.rank(q % t, q / t, s); };
-        const auto add = [&](std::vector<Index>& out, int s, int first, int stride, int count, std::uint32_t label) {
-            std::vector<std::uint32_t> ranks;
-            for (int k = 0; k < count; ++k) ranks.push_back(rank_of(first + k * stride, s));
-            const Index g = add_group(p, std::move(ranks), label);
-            for (int k = 0; k < count; ++k) out[static_cast<std::size_t>(s * per_stage + first + k * stride)] = g;
-        };
-        for (int s = 0; s < pp; ++s)
-            for (int q = 0; q < per_stage; ++q) {
-                const int a = q % etp, e = (q / etp) % ep, f = q / (etp * ep);
-                if (e == 0) add(expert, s, q, etp, ep, labels.group_ep);
-                if (a == 0) add(expert_tensor, s, q, 1, etp, labels.group_etp);
-                if (f == 0) add(expert_data, s, q, etp * ep, per_stage / (etp * ep), labels.group_edp);
-            }
-    }
-    // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
-    std::vector<std::vector<std::array<Index, 3>>> axis_groups;
-    if (l.multi_axis_mesh())
-        for (int s = 0; s < pp; ++s)
-            for (int j = 0; j < d; ++j) axis_groups.push_back(add_axis_groups(p, l, j, s, labels.group_tp));
-    p.ranks.resize(static_cast<std::size_t>(l.gpus()));
+    p.ranks.resize(gpus);
     for (std::uint32_t r = 0; r < p.ranks.size(); ++r) {
         const int i = l.tp_of(r), j = l.dp_of(r), s = l.stage_of(r);
-        const Index tp = tp_group[static_cast<std::size_t>(s * d + j)];
-        std::vector<std::uint32_t> g(slot::kCount, tp);
-        g[slot::kData] = dp_group[static_cast<std::size_t>(s * t + i)];
-        g[slot::kShard] = g[slot::kData];
-        const auto base = static_cast<std::size_t>(s * t + i);
-        const std::size_t shard_index = base * static_cast<std::size_t>(d / sg) + static_cast<std::size_t>(j / sg);
-        if (!shard.empty()) {
-            g[slot::kShard] = shard[shard_index];
-            g[slot::kReplica] = replica[base * static_cast<std::size_t>(sg) + static_cast<std::size_t>(j % sg)];
-        }
-        if (!gather.empty()) g[slot::kShardGather] = gather[shard_index];
-        if (!context.empty())
-            g[slot::kContext] = context[base * static_cast<std::size_t>(d / cp) + static_cast<std::size_t>(j / cp)];
-        if (!expert.empty()) {
-            const auto q = static_cast<std::size_t>(s * t * d + j * t + i);
-            g[slot::kExpert] = expert[q];
-            g[slot::kExpertTensor] = expert_tensor[q];
-            g[slot::kExpertData] = expert_data[q];
-        }
-        if (!axis_groups.empty())
-            for (int a = 0; a < 3; ++a)
-                g[slot::tensor_axis(a)] = axis_groups[static_cast<std::size_t>(s * d + j)][static_cast<std::size_t>(i)]
-                                                     [static_cast<std::size_t>(a)];
+        std::vector<std::uint32_t>& g = slots[r];
         if (!emb.empty() && (s == 0 || s == l.head_stage())) g[slot::kEmbedding] = emb[static_cast<std::size_t>(i * d + j)];
         if (const int n = next_stage(l, s); n >= 0) {
             g[slot::kActToNext] = act[at(s, i, j, t, d)];

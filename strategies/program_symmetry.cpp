@@ -1,24 +1,15 @@
 #include "strategies/program_symmetry.hpp"
 
+#include "strategies/group_families.hpp"
+
 namespace cuboid {
 namespace {
 
-// rank(t, d, p) -> rank(t + dt mod T, d + dd mod D, p), as Layout::rank numbers them.
-sim::RankMap shift(const Layout& l, int dt, int dd) {
-    sim::RankMap g(static_cast<std::size_t>(l.gpus()));
-    for (std::uint32_t r = 0; r < g.size(); ++r) {
-        g[r] = l.rank((l.tp_of(r) + dt) % l.tensor, (l.dp_of(r) + dd) % l.data, l.stage_of(r));
-    }
-    return g;
-}
-
-// tp -> the next tensor index inside its block of b (b divides T), the rest of the rank kept.
-sim::RankMap block_shift(const Layout& l, int b) {
-    sim::RankMap g(static_cast<std::size_t>(l.gpus()));
-    for (std::uint32_t r = 0; r < g.size(); ++r) {
-        const int t = l.tp_of(r);
-        g[r] = l.rank(t / b * b + (t + 1) % b, l.dp_of(r), l.stage_of(r));
-    }
+// Every rank moved by `by` along `axis` of `grid`.
+sim::RankMap shift(const RankGrid& grid, std::string_view axis, int by) {
+    const std::size_t a = grid.index(axis);
+    sim::RankMap g(static_cast<std::size_t>(grid.ranks()));
+    for (std::uint32_t r = 0; r < g.size(); ++r) g[r] = grid.shifted(r, a, by);
     return g;
 }
 
@@ -30,29 +21,39 @@ std::vector<int> proper_divisors(int n) {
     return d;
 }
 
+// The members of each group map into one group.
+bool maps_onto_itself(const sim::RankMap& g, const RankGrid::Partition& family) {
+    for (const auto& ranks : family.groups) {
+        const std::uint32_t target = family.group_of[g[ranks.front()]];
+        for (const std::uint32_t r : ranks)
+            if (family.group_of[g[r]] != target) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 std::vector<sim::RankMap> symmetry_generators(const Layout& layout, TensorMode mode) {
-    std::vector<sim::RankMap> gens;
-    // A data shift maps ZeRO-3's shard groups and the context groups (consecutive data indices)
-    // onto each other only in whole groups.
-    // ... and the expert groups (layout.hpp) by whole expert x expert-tensor blocks of a stage's
-    // ranks, or, when one block is the whole stage, by whole expert-tensor groups.
-    const int etp = layout.experts ? layout.expert_tensor : 1;
-    const int expert_block = layout.experts ? layout.expert * etp : 1;
-    const auto keeps_expert_groups = [&](int b) {
-        const int ranks = b * layout.tensor;
-        return ranks % expert_block == 0 || (expert_block == layout.tensor * layout.data && ranks % etp == 0);
-    };
-    for (const int b : proper_divisors(layout.data))
-        if ((b % layout.shard_size() == 0 || !layout.hybrid_sharding()) && b % layout.context == 0 &&
-            keeps_expert_groups(b))
-            gens.push_back(shift(layout, 0, b));
+    const RankGrid grid = layout.grid();
+    std::vector<sim::RankMap> candidates;
+    for (const int b : proper_divisors(grid.size(axis::kData))) candidates.push_back(shift(grid, axis::kData, b));
     if (mode == TensorMode::OneD) {
-        for (const int b : proper_divisors(layout.tensor)) gens.push_back(shift(layout, b, 0));
+        for (const int b : proper_divisors(layout.tensor)) candidates.push_back(shift(grid, axis::kTensor, b));
         for (const int b : proper_divisors(layout.tensor)) {
-            if (b > 1) gens.push_back(block_shift(layout, b));
+            if (b == 1) continue;
+            // The tensor axis seen as blocks of b: a shift by one inside the block.
+            const RankGrid blocks = grid.resplit(axis::kTensor, axis::kTensor,
+                                                 {{"tensor_in_block", b}, {"tensor_block", layout.tensor / b}});
+            candidates.push_back(shift(blocks, "tensor_in_block", 1));
         }
+    }
+    std::vector<RankGrid::Partition> families;
+    for (const GroupFamily& f : group_families(layout, false)) families.push_back(f.grid.partition(f.varying));
+    std::vector<sim::RankMap> gens;
+    for (sim::RankMap& g : candidates) {
+        bool keeps = true;
+        for (const auto& family : families) keeps = keeps && maps_onto_itself(g, family);
+        if (keeps) gens.push_back(std::move(g));
     }
     return gens;
 }
