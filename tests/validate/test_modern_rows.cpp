@@ -117,6 +117,9 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
             CHECK(has(job.sets, "model.v_head_dim=128"));
             CHECK(has(job.sets, "model.dense_layers=3"));
         }
+        // A gradient dtype the recipe states sets the gradient precision; blank keeps the default.
+        if (t.empty(r, "grad_reduce_dtype")) CHECK_FALSE(has(job.sets, "training.grad_precision=bf16"));
+        else CHECK(has(job.sets, "training.grad_precision=" + t.text(r, "grad_reduce_dtype")));
         const bool mtp = Catch::Contains("w/ MTP").match(t.text(r, "model"));
         CHECK(has(job.sets, "model.mtp_layers=1") == mtp);
         // A mixture of experts: its experts and the row's expert degrees.
@@ -130,6 +133,15 @@ TEST_CASE("modern: reasons and overrides follow from the row's fields", "[valida
             CHECK_FALSE(has(job.sets, "parallel.expert=" + t.text(r, "ep")));
         }
     }
+}
+
+TEST_CASE("modern: Nemotron-4 340B reduces its gradients in bf16, as its NeMo recipe states", "[validate][modern]") {
+    const CsvTable t = CsvTable::read(kCsv);
+    const ModernJob job = modern_job(t, row_of(t, "nemo2407-nemotron-340b-128"), cli::builtin_name_resolvers(), CheckOptions{});
+    REQUIRE(job.needs.empty());
+    CHECK(has(job.sets, "training.grad_precision=bf16"));
+    const ModernJob gpt = modern_job(t, row_of(t, "nemo2407-gpt3-175b-128"), cli::builtin_name_resolvers(), CheckOptions{});
+    CHECK_FALSE(has(gpt.sets, "training.grad_precision=bf16"));
 }
 
 TEST_CASE("modern: weak scaling compares per-GPU throughput from the fewest GPUs to the most",

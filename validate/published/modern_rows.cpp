@@ -194,6 +194,9 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
     }
     // DeepSeek-V3's multi-token prediction: one module ("w/ MTP"; its config's num_nextn_predict_layers).
     if (contains(text("model"), "w/ MTP")) sets.push_back("model.mtp_layers=1");
+    // The dtype of the gradient buffer and its data-parallel reduction, where the run's recipe
+    // states one (blank: the stack's default, fp32 main gradients).
+    if (!t.empty(r, "grad_reduce_dtype")) sets.push_back("training.grad_precision=" + text("grad_reduce_dtype"));
     // Blank: the base scenario's (not stated by the source).
     if (!t.empty(r, "recompute")) sets.push_back("parallel.recompute=" + first_word(text("recompute")));
     return sets;
