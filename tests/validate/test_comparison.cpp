@@ -16,6 +16,7 @@ namespace {
 
 Figures predicted() {
     Figures f;
+    f.gpus = 1;
     f.iteration_time_s = 1.0;
     f.peak_memory_bytes = 40e9;
     f.op_kind_seconds = {{"gemm", 0.6}, {"all-reduce", 0.2}};
@@ -125,6 +126,40 @@ TEST_CASE("a measured file reads back what was written, and names a missing key"
     nlohmann::json j = to_json(m);
     j.erase("iteration_time_s");
     CHECK_THROWS_WITH(figures_from_json(j, "m.json"), Catch::Contains("iteration_time_s"));
+}
+
+TEST_CASE("a measured file of the wrong shape is refused as bad input, naming the key") {
+    Figures base = predicted();
+    base.gpus = 2;
+    const nlohmann::json good = to_json(base);
+    const auto refused = [&](const char* key, const nlohmann::json& value) {
+        nlohmann::json j = good;
+        j[key] = value;
+        INFO(key << " = " << value.dump());
+        CHECK_THROWS_AS(figures_from_json(j, "m.json"), InputError);
+        CHECK_THROWS_WITH(figures_from_json(j, "m.json"), Catch::Contains(key));
+    };
+    refused("device", 7);
+    refused("gpus", 1e300);  // a float: converting it to int would be undefined
+    refused("gpus", 2.5);
+    refused("gpus", 0);
+    refused("gpus", -3);
+    refused("iteration_times_s", "x");
+    refused("op_kind_seconds", nlohmann::json::array({1, 2}));
+    refused("breakdown", nlohmann::json::array({1}));
+    refused("ops", nlohmann::json::object({{"rank", 1}}));
+    refused("ops", nlohmann::json::array({1}));
+    refused("notes", nlohmann::json::array({1}));
+    nlohmann::json j = good;
+    j["ops"][0]["rank"] = -1;
+    CHECK_THROWS_AS(figures_from_json(j, "m.json"), InputError);
+    CHECK_THROWS_WITH(figures_from_json(j, "m.json"), Catch::Contains("rank"));
+    CHECK_THROWS_AS(figures_from_text("{\"gpus\": ", "m.json"), InputError);
+    CHECK_THROWS_WITH(figures_from_text("{\"gpus\": ", "m.json"), Catch::Contains("not valid JSON"));
+    // A number past double's range is a parse failure too, not an internal error (found by
+    // fuzz_measured_figures).
+    CHECK_THROWS_AS(figures_from_text("{\"gpus\": 1e99999}", "m.json"), InputError);
+    CHECK(figures_from_text(good.dump(), "m.json").gpus == 2);
 }
 
 TEST_CASE("a measured file carries the context and expert parts, which older files lack") {

@@ -40,6 +40,8 @@ struct Figures {
 nlohmann::json to_json(const Figures& f);
 // Throws InputError naming `file` and the key when a required key is missing or mistyped.
 Figures figures_from_json(const nlohmann::json& j, const std::string& file);
+// The same from the file's text; a text that is not JSON is an InputError too.
+Figures figures_from_text(const std::string& text, const std::string& file);
 Figures read_figures_file(const std::string& path);
 
 }  // namespace cuboid::validate
