@@ -64,6 +64,9 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     fill_memory(r, sim.op_list_totals, hardware->gpu(), options.memory_headroom);
     r.stage_memory = stage_memory_breakdown(sc, layout, program, sim.op_list_totals);
     r.critical_rank = critical_rank(sim);
+    const RankGrid grid = layout.grid();
+    for (std::size_t a = 0; a < grid.axes().size(); ++a)
+        r.critical_rank_coords.push_back({grid.axes()[a].name, grid.coord(r.critical_rank, a)});
     if (!sim.ranks.empty()) r.breakdown = breakdown_seconds(sim.ranks[r.critical_rank].breakdown);
     r.stage_busy_s = stage_busy_seconds(program, sim);
     if (!sim.ranks.empty())

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hardware_models/hardware.hpp"
@@ -83,6 +84,13 @@ struct RunResult {
     // Per pipeline stage, the busy time (compute + recompute) of its busiest GPU in the iteration.
     std::vector<double> stage_busy_s;
     std::uint32_t critical_rank = 0;      // the rank the breakdown describes
+    // Its coordinate on each of the plan's axes, in their order (Layout::grid: tensor, context,
+    // data, pipeline).
+    struct AxisCoord {
+        std::string_view axis;  // one of rank_grid.hpp's axis names (static storage)
+        int coord = 0;
+    };
+    std::vector<AxisCoord> critical_rank_coords;
     std::uint64_t sim_events = 0;
     double sim_wall_s = 0.0;
     std::uint64_t fingerprint = 0;

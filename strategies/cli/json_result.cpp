@@ -151,6 +151,13 @@ nlohmann::ordered_json plan_fields(const Scenario& s) {
             {"fp8_recipe", fp8_recipe_name(s.model.fp8_recipe)}};
 }
 
+// The critical rank's coordinate on each of the plan's axes, in the axes' order.
+nlohmann::ordered_json critical_rank_coords_json(const RunResult& r) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const RunResult::AxisCoord& c : r.critical_rank_coords) j[std::string(c.axis)] = c.coord;
+    return j;
+}
+
 }  // namespace
 
 nlohmann::ordered_json plan_json(const Scenario& s) {
@@ -185,6 +192,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const RunResult& r) {
         {"sim", {{"events", r.sim_events}, {"wall_s", r.sim_wall_s}, {"fold_factor", r.sim_fold_factor}}},
         // Extras beyond the contract.
         {"critical_rank", r.critical_rank},
+        {"critical_rank_coords", critical_rank_coords_json(r)},
         {"fingerprint", fingerprint_text(r.fingerprint)},
         {"plan", plan_json(s)},
         {"cluster", cluster_json(s.cluster)},

@@ -157,7 +157,10 @@ void write_memory(std::ostream& out, const RunResult& r) {
 
 void write_breakdown(std::ostream& out, const RunResult& r) {
     const Breakdown& b = r.breakdown;
-    fmt::print(out, "breakdown of GPU {} (on the critical path)\n", r.critical_rank);
+    std::string coords;
+    for (const RunResult::AxisCoord& c : r.critical_rank_coords)
+        coords += fmt::format("{}{} {}", coords.empty() ? "" : ", ", c.axis, c.coord);
+    fmt::print(out, "breakdown of GPU {} ({}{}on the critical path)\n", r.critical_rank, coords, coords.empty() ? "" : "; ");
     double sum = 0.0;
     for (const BreakdownPart& part : breakdown_parts()) {
         const double seconds = b.*part.seconds;

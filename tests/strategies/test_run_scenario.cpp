@@ -136,3 +136,21 @@ TEST_CASE("Transformer Engine's fp8 passes add their bytes' worth of HBM time to
     CHECK(added >= bytes / hbm);
     CHECK(added <= kernels * to_seconds(gpu.kernel_launch) + bytes / (hbm * gpu.memory_efficiency.at(1.0)));
 }
+
+TEST_CASE("run_scenario: the critical rank's coordinates on the plan's axes number it back") {
+    Scenario sc = test::tiny_scenario(2, 3, 2, 4);  // t 2, p 3, d 2: 12 GPUs
+    const RunResult r = run_scenario(sc);
+    REQUIRE(r.critical_rank_coords.size() == 4);
+    std::vector<std::string> names;
+    for (const auto& c : r.critical_rank_coords) names.emplace_back(c.axis);
+    CHECK(names == std::vector<std::string>{"tensor", "context", "data", "pipeline"});
+    const int sizes[] = {2, 1, 2, 3};
+    int rank = 0, stride = 1;
+    for (std::size_t a = 0; a < 4; ++a) {
+        CHECK(r.critical_rank_coords[a].coord >= 0);
+        CHECK(r.critical_rank_coords[a].coord < sizes[a]);
+        rank += r.critical_rank_coords[a].coord * stride;
+        stride *= sizes[a];
+    }
+    CHECK(static_cast<std::uint32_t>(rank) == r.critical_rank);
+}
