@@ -1,7 +1,7 @@
 #include "strategies/program_groups.hpp"
 
-#include <algorithm>
-#include <array>
+#include <utility>
+#include <vector>
 
 #include "strategies/group_families.hpp"
 #include "strategies/group_slots.hpp"
