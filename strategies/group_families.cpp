@@ -13,6 +13,11 @@ std::vector<GroupFamily> group_families(const Layout& l, bool parameter_gathers)
     // Gradients are reduced, and ZeRO shards, over data x context (Megatron-Core's
     // data-and-context group).
     add(slot::kData, grid, {axis::kContext, axis::kData}, &Labels::group_dp);
+    // ZeRO-3 hybrid sharding: shard groups of consecutive data indices and, across them, the
+    // groups of ranks holding the same shard (HSDP's shard and replicate dimensions). ZeRO-3's
+    // parameter gathers run on a stream of their own, so they get their own copy of each shard
+    // group: a group carries the ops of one stream only, so that its k-th collective is the same
+    // op on every member whatever order the members' streams post in.
     if (parameter_gathers || l.hybrid_sharding()) {
         const RankGrid sharding = l.shard_grid();
         if (parameter_gathers) add(slot::kShardGather, sharding, {axis::kShard}, &Labels::group_shard);

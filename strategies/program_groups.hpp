@@ -8,9 +8,10 @@
 namespace cuboid {
 
 // Adds the groups of every communicator family of `layout` (group_families.hpp) and of its
-// pipeline to `program`, and one RankProgram per GPU (rank r runs the OpList of its stage). `tied_embedding` (the model ties its output matrix
-// to the word embedding) adds, when p > 1, the embedding groups {first stage, last stage}.
-// `parameter_gathers`: ZeRO-3, whose parameter all-gathers get groups of their own (slot::kShardGather).
+// pipeline to `program`, and one RankProgram per GPU (rank r runs the OpList of its stage).
+// `tied_embedding` (the model ties its output matrix to the word embedding) adds, when p > 1, the
+// embedding groups {first stage, last stage}. `parameter_gathers`: ZeRO-3, whose parameter
+// all-gathers get groups of their own (slot::kShardGather).
 void build_groups(sim::Program& program, const Layout& layout, const Labels& labels, bool tied_embedding,
                   bool parameter_gathers = false);
 

@@ -1,5 +1,7 @@
 #include "strategies/program_symmetry.hpp"
 
+#include <algorithm>
+
 #include "strategies/group_families.hpp"
 
 namespace cuboid {
@@ -50,11 +52,9 @@ std::vector<sim::RankMap> symmetry_generators(const Layout& layout, TensorMode m
     std::vector<RankGrid::Partition> families;
     for (const GroupFamily& f : group_families(layout, false)) families.push_back(f.grid.partition(f.varying));
     std::vector<sim::RankMap> gens;
-    for (sim::RankMap& g : candidates) {
-        bool keeps = true;
-        for (const auto& family : families) keeps = keeps && maps_onto_itself(g, family);
-        if (keeps) gens.push_back(std::move(g));
-    }
+    for (sim::RankMap& g : candidates)
+        if (std::all_of(families.begin(), families.end(), [&](const auto& f) { return maps_onto_itself(g, f); }))
+            gens.push_back(std::move(g));
     return gens;
 }
 

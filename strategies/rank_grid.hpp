@@ -48,8 +48,6 @@ public:
     // Position of the named axis in the list; std::logic_error when the grid has none.
     std::size_t index(std::string_view name) const;
     int size(std::string_view name) const { return axes_[index(name)].size; }
-    // Ranks between consecutive coordinates of the axis.
-    int stride(std::size_t axis) const { return strides_[axis]; }
 
     int coord(std::uint32_t rank, std::size_t axis) const {
         return static_cast<int>(rank) / strides_[axis] % axes_[axis].size;

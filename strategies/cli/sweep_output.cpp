@@ -19,8 +19,8 @@ const char* const kRunColumns[] = {
     "hardware_flops_per_iteration", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
     "peak_memory_bytes", "memory_capacity_bytes", "fits_in_memory"};
 const char* const kRunColumnsAfterBreakdown[] = {
-    "sim.events", "sim.wall_s", "sim.fold_factor", "critical_rank", "fingerprint", "plan.tensor", "plan.pipeline", "plan.data",
-    "plan.virtual_stages", "plan.schedule", "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
+    "sim.events", "sim.wall_s", "sim.fold_factor", "critical_rank", "fingerprint", "plan.tensor", "plan.pipeline",
+    "plan.data", "plan.virtual_stages", "plan.schedule", "plan.micro_batch", "time_to_train_s", "cost_usd", "energy_kwh", "mfu_bf16"};
 
 std::string csv_field(const std::string& text) {
     if (text.find_first_of(",\"\n\r") == std::string::npos) return text;

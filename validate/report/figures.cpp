@@ -18,11 +18,11 @@ T get(const nlohmann::json& j, const char* key, const std::string& file) {
     // Whole numbers only, in T's range: a float or an out-of-range number would convert with
     // undefined behaviour or wrap.
     if constexpr (std::is_integral_v<T>) {
-        const bool in_range = v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::uint64_t(std::numeric_limits<T>::max())
-                              : v.is_number_integer()
-                                  ? v.get<std::int64_t>() >= std::int64_t(std::numeric_limits<T>::min()) &&
-                                        v.get<std::int64_t>() <= std::int64_t(std::numeric_limits<T>::max())
-                                  : false;
+        constexpr auto lo = std::int64_t(std::numeric_limits<T>::min());
+        constexpr auto hi = std::uint64_t(std::numeric_limits<T>::max());
+        const bool in_range = v.is_number_unsigned() ? v.get<std::uint64_t>() <= hi
+                                                     : v.is_number_integer() && v.get<std::int64_t>() >= lo &&
+                                                           v.get<std::int64_t>() <= std::int64_t(hi);
         if (!in_range)
             throw InputError({file, 0, key}, "must be a whole number from " + std::to_string(std::numeric_limits<T>::min()) +
                                                  " to " + std::to_string(std::numeric_limits<T>::max()));
