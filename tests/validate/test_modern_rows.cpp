@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "hardware_models/errors.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/overrides.hpp"
 #include "strategies/cli/scenario_loader.hpp"
@@ -142,6 +144,29 @@ TEST_CASE("modern: Nemotron-4 340B reduces its gradients in bf16, as its NeMo re
     CHECK(has(job.sets, "training.grad_precision=bf16"));
     const ModernJob gpt = modern_job(t, row_of(t, "nemo2407-gpt3-175b-128"), cli::builtin_name_resolvers(), CheckOptions{});
     CHECK_FALSE(has(gpt.sets, "training.grad_precision=bf16"));
+}
+
+TEST_CASE("modern: a gradient dtype cuboid does not know is refused at its key", "[validate][modern]") {
+    // The data file with the Nemotron row's gradient dtype misspelt.
+    std::ifstream in(kCsv);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string::size_type row = text.find("\nnemo2407-nemotron-340b-128,");
+    REQUIRE(row != std::string::npos);
+    const std::string::size_type at = text.find(",bf16,NeMo", row);  // grad_reduce_dtype, framework
+    REQUIRE(at < text.find('\n', row + 1));
+    text.replace(at, 6, ",half,");
+    const auto path = std::filesystem::temp_directory_path() / "cuboid_modern_grad_dtype.csv";
+    std::ofstream(path) << text;
+    const CsvTable t = CsvTable::read(path.string());
+    std::filesystem::remove(path);
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    const std::size_t r = row_of(t, "nemo2407-nemotron-340b-128");
+    REQUIRE(t.text(r, "grad_reduce_dtype") == "half");
+    const ModernJob job = modern_job(t, r, names, CheckOptions{});
+    REQUIRE(job.needs.empty());
+    Scenario scenario = cli::load_scenario_file(job.scenario_path, names);
+    CHECK_THROWS_AS(cli::apply_overrides(scenario, job.sets, names), InputError);
+    CHECK_THROWS_WITH(cli::apply_overrides(scenario, job.sets, names), Catch::Contains("training.grad_precision"));
 }
 
 TEST_CASE("modern: weak scaling compares per-GPU throughput from the fewest GPUs to the most",
