@@ -9,8 +9,8 @@
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
-#include "validate/cuda/execution_plan.hpp"
-#include "validate/cuda/plan_summary.hpp"
+#include "validate/plan/execution_plan.hpp"
+#include "validate/plan/plan_summary.hpp"
 
 using namespace cuboid;
 using namespace cuboid::validate;

@@ -11,7 +11,7 @@
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
 #include "tests/strategies/strategy_fixtures.hpp"
-#include "validate/cuda/execution_plan.hpp"
+#include "validate/plan/execution_plan.hpp"
 #include "validate/report/prediction.hpp"
 
 using namespace cuboid;

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "validate/cli/validate_main.hpp"
 #include "validate/cuda/gpu_executor.hpp"
-#include "validate/report/validate_main.hpp"
 
 using namespace cuboid::validate;
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sim/program.hpp"
-#include "validate/cuda/execution_plan.hpp"
+#include "validate/plan/execution_plan.hpp"
 #include "validate/report/figures.hpp"
 
 namespace cuboid::validate {

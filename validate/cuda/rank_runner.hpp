@@ -3,8 +3,8 @@
 
 #include "sim/program.hpp"
 #include "validate/cuda/comms.hpp"
-#include "validate/cuda/execution_plan.hpp"
 #include "validate/cuda/gpu_executor.hpp"
+#include "validate/plan/execution_plan.hpp"
 #include "validate/report/rank_figures.hpp"
 
 namespace cuboid::validate::gpu {

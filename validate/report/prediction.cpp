@@ -8,7 +8,7 @@
 #include "strategies/host_dispatch.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/program_builder.hpp"
-#include "validate/cuda/plan_summary.hpp"
+#include "validate/plan/plan_summary.hpp"
 
 namespace cuboid::validate {
 namespace {

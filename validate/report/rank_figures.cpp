@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "validate/cuda/plan_summary.hpp"
+#include "validate/plan/plan_summary.hpp"
 
 namespace cuboid::validate {
 namespace {

@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "sim/program.hpp"
-#include "validate/cuda/execution_plan.hpp"
+#include "validate/plan/execution_plan.hpp"
 
 namespace cuboid::validate {
 

@@ -1,4 +1,4 @@
-#include "validate/cuda/execution_plan.hpp"
+#include "validate/plan/execution_plan.hpp"
 
 #include <algorithm>
 #include <stdexcept>

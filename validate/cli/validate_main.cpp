@@ -1,4 +1,4 @@
-#include "validate/report/validate_main.hpp"
+#include "validate/cli/validate_main.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/sweep_mpi.hpp"
 #include "validate/cuda/gpu_executor.hpp"
-#include "validate/cuda/plan_summary.hpp"
+#include "validate/plan/plan_summary.hpp"
 #include "validate/report/comparison.hpp"
 #include "validate/report/prediction.hpp"
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "validate/report/validate_main.hpp"
+#include "validate/cli/validate_main.hpp"
 
 int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,4 +1,4 @@
-#include "validate/cuda/plan_summary.hpp"
+#include "validate/plan/plan_summary.hpp"
 
 #include <algorithm>
 #include <array>
