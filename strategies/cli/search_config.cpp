@@ -72,6 +72,14 @@ std::string blank_lines(const std::string& text, int first, int last) {
     return out;
 }
 
+// The degree of the layout's axis of that name that the search chooses (search_space.hpp), if any.
+const DegreeAxis* degree_axis(const std::string& name) {
+    for (const DegreeView* view : {&plan_degrees(), &expert_degrees()})
+        for (const DegreeAxis& a : view->chosen)
+            if (a.axis == name) return &a;
+    return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::string> search_section_keys() {
@@ -89,15 +97,11 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
         const std::string name = it->first.Scalar();
         const InputLocation w = at(file, prefix + "." + name, it->first);
         const YAML::Node v = it->second;
-        if (name == "tensor") sp.tensor = ints(v, w, 1);
-        else if (name == "pipeline") sp.pipeline = ints(v, w, 1);
+        if (const DegreeAxis* degree = degree_axis(name)) sp.*degree->values = ints(v, w, 1);
         else if (name == "micro_batch") sp.micro_batch = ints(v, w, 1);
         else if (name == "virtual_stages") sp.virtual_stages = ints(v, w, 2);
         else if (name == "overlap_chunks") sp.overlap_chunks = ints(v, w, 1);
         else if (name == "zero_stage") sp.zero_stage = ints(v, w, 0);
-        else if (name == "context") sp.context = ints(v, w, 1);
-        else if (name == "expert") sp.expert = ints(v, w, 1);
-        else if (name == "expert_tensor") sp.expert_tensor = ints(v, w, 1);
         else if (name == "context_mode") sp.context_mode = names_of(v, w, parse_context_mode, context_mode_words());
         else if (name == "schedule") sp.schedule = names_of(v, w, parse_schedule, schedule_words());
         else if (name == "recompute") sp.recompute = names_of(v, w, parse_recompute, recompute_words());

@@ -1,5 +1,6 @@
 #include "strategies/cli/search_output.hpp"
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,18 @@ std::vector<std::size_t> top_plans(const SearchResult& r, int top) {
     return rows;
 }
 
-const std::string& value(const SweepResult& p, std::size_t point, std::size_t axis) { return p.points[point][axis]; }
+// The point's value on the axis of that scenario key (search_axes); nullptr when the search has no
+// such axis (the expert degrees of a dense model).
+const std::string* find_value(const SweepResult& p, std::size_t point, std::string_view key) {
+    for (std::size_t a = 0; a < p.axes.size(); ++a)
+        if (p.axes[a].first == key) return &p.points[point][a];
+    return nullptr;
+}
+
+const std::string& value(const SweepResult& p, std::size_t point, std::string_view key) {
+    if (const std::string* v = find_value(p, point, key)) return *v;
+    throw std::logic_error("search result without the axis " + std::string(key));
+}
 
 // Where the critical rank's time goes: the parts add up to the iteration time.
 void write_breakdown(std::ostream& out, const RunResult& x) {
@@ -46,18 +58,20 @@ std::string search_summary(const SearchResult& r) {
 }
 
 std::string plan_text(const SweepResult& p, std::size_t i) {
-    // Axis order of search_axes(): tensor, pipeline, data, micro_batch, schedule, virtual_stages,
-    // recompute, tensor_mode, overlap_chunks, sequence_parallel, zero_stage, context, context_mode.
-    std::string schedule = value(p, i, 4);
-    if (schedule == "interleaved") schedule += fmt::format("(v{})", value(p, i, 5));
-    const std::string context = value(p, i, 11) == "1" ? "" : fmt::format(" c{}({})", value(p, i, 11), value(p, i, 12));
-    std::string s = fmt::format("t{} p{}{} d{} mb{} {} {} {}", value(p, i, 0), value(p, i, 1), context, value(p, i, 2),
-                                value(p, i, 3), schedule, value(p, i, 6), value(p, i, 7));
-    if (value(p, i, 8) != "1") s += " overlap" + value(p, i, 8);
-    if (value(p, i, 9) == "true") s += " sp";
-    s += " zero" + value(p, i, 10);
-    // A mixture of experts: parallel.expert and parallel.expert_tensor follow (search_axes(true)).
-    if (p.axes.size() > 14) s += " ep" + value(p, i, 13) + " etp" + value(p, i, 14);
+    std::string schedule = value(p, i, "parallel.schedule");
+    if (schedule == "interleaved") schedule += fmt::format("(v{})", value(p, i, "parallel.virtual_stages"));
+    const std::string& c = value(p, i, "parallel.context");
+    const std::string context = c == "1" ? "" : fmt::format(" c{}({})", c, value(p, i, "parallel.context_mode"));
+    std::string s = fmt::format("t{} p{}{} d{} mb{} {} {} {}", value(p, i, "parallel.tensor"),
+                                value(p, i, "parallel.pipeline"), context, value(p, i, "parallel.data"),
+                                value(p, i, "training.micro_batch"), schedule, value(p, i, "parallel.recompute"),
+                                value(p, i, "parallel.tensor_mode"));
+    if (value(p, i, "parallel.overlap_chunks") != "1") s += " overlap" + value(p, i, "parallel.overlap_chunks");
+    if (value(p, i, "parallel.sequence_parallel") == "true") s += " sp";
+    s += " zero" + value(p, i, "parallel.zero_stage");
+    // A mixture of experts: its expert degrees.
+    if (const std::string* ep = find_value(p, i, "parallel.expert"))
+        s += " ep" + *ep + " etp" + value(p, i, "parallel.expert_tensor");
     return s;
 }
 

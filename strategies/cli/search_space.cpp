@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <set>
+#include <stdexcept>
 
 #include "strategies/names.hpp"
+#include "strategies/rank_grid.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -82,7 +85,68 @@ void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out
     }
 }
 
+// The rules of the degrees beyond dividing their view's ranks.
+bool any_degree(int, const Scenario&) { return true; }
+// Context parallelism splits each sequence into 2c chunks (load-balanced causal attention).
+bool splits_sequence(int c, const Scenario& base) { return c == 1 || base.model.seq_len % (2 * c) == 0; }
+// No more replicas than samples in the batch.
+bool at_most_batch(int d, const Scenario& base) { return d <= base.training.global_batch; }
+// Each expert-parallel rank holds a whole number of experts.
+bool divides_experts(int ep, const Scenario& base) { return base.model.experts % ep == 0; }
+
+void add_choices(const DegreeView& view, const SearchSpace& sp, const Scenario& base, std::size_t next,
+                 std::int64_t remaining, DegreeChoice& partial, std::vector<DegreeChoice>& out) {
+    if (next == view.chosen.size()) {
+        if (remaining > std::numeric_limits<int>::max()) return;  // no degree is that large
+        const int rest = static_cast<int>(remaining);
+        if (!view.remainder_fits(rest, base)) return;
+        DegreeChoice done = partial;
+        done.degrees.emplace_back(view.remainder, rest);
+        out.push_back(std::move(done));
+        return;
+    }
+    const DegreeAxis& a = view.chosen[next];
+    for (const int v : sp.*a.values) {
+        // Divided one degree at a time, so no product of the chosen degrees can overflow.
+        if (v < 1 || remaining % v != 0 || !a.fits(v, base)) continue;
+        partial.degrees.emplace_back(a.axis, v);
+        add_choices(view, sp, base, next + 1, remaining / v, partial, out);
+        partial.degrees.pop_back();
+    }
+}
+
 }  // namespace
+
+const DegreeView& plan_degrees() {
+    static const DegreeView view{{{axis::kTensor, &SearchSpace::tensor, any_degree},
+                                  {axis::kPipeline, &SearchSpace::pipeline, any_degree},
+                                  {axis::kContext, &SearchSpace::context, splits_sequence}},
+                                 axis::kData,
+                                 at_most_batch};
+    return view;
+}
+
+const DegreeView& expert_degrees() {
+    static const DegreeView view{{{axis::kExpert, &SearchSpace::expert, divides_experts},
+                                  {axis::kExpertTensor, &SearchSpace::expert_tensor, any_degree}},
+                                 axis::kExpertData,
+                                 any_degree};
+    return view;
+}
+
+int DegreeChoice::at(std::string_view axis) const {
+    for (const auto& [name, degree] : degrees)
+        if (name == axis) return degree;
+    throw std::logic_error("degree choice without the axis " + std::string(axis));
+}
+
+std::vector<DegreeChoice> degree_choices(const DegreeView& view, const SearchSpace& space, const Scenario& base,
+                                         std::int64_t ranks) {
+    std::vector<DegreeChoice> out;
+    DegreeChoice partial;
+    add_choices(view, space, base, 0, ranks, partial, out);
+    return out;
+}
 
 SearchSpace full_search_space(const Scenario& base) {
     SearchSpace sp;
@@ -142,37 +206,27 @@ SweepAxes search_axes(bool experts) {
 SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) {
     const bool experts = base.model.moe();
     SearchCandidates c{search_axes(experts), {}};
-    // 64-bit products of values below 2^31: a wrapped one could pass as a divisor.
-    const std::int64_t gpus = base.cluster.gpus();
     const int batch = base.training.global_batch;
-    for (const int t : sp.tensor)
-        for (const int p : sp.pipeline)
-            for (const int cp : sp.context) {
-                const std::int64_t replica = std::int64_t{t} * p * cp;
-                if (t < 1 || p < 1 || cp < 1 || gpus % replica != 0) continue;
-                if (cp > 1 && base.model.seq_len % (2 * cp) != 0) continue;  // 2c chunks per sequence
-                const std::int64_t d = gpus / replica;
-                if (d > batch) continue;  // fewer samples than replicas (and d fits an int below)
-                for (const auto& mode : cp > 1 ? sp.context_mode : std::vector<std::string>{"ring"})
-                    for (const int mb : sp.micro_batch) {
-                        if (mb < 1 || batch % (mb * d) != 0) continue;
-                        const Choice choice{t, p, static_cast<int>(d), mb, "", 1, "", "", 1, false, 0, cp, mode};
-                        if (!experts) {
-                            add_schedules(sp, choice, c.points);
-                            continue;
-                        }
-                        // The expert layers regroup the t*c*d ranks as etp x ep x expert-data.
-                        for (const int ep : sp.expert)
-                            for (const int etp : sp.expert_tensor) {
-                                if (ep < 1 || etp < 1 || base.model.experts % ep != 0) continue;
-                                if ((std::int64_t{t} * cp * d) % (std::int64_t{ep} * etp) != 0) continue;
-                                Choice with = choice;
-                                with.expert = ep;
-                                with.expert_tensor = etp;
-                                add_schedules(sp, with, c.points);
-                            }
-                    }
+    for (const DegreeChoice& plan : degree_choices(plan_degrees(), sp, base, base.cluster.gpus())) {
+        const int t = plan.at(axis::kTensor), p = plan.at(axis::kPipeline), cp = plan.at(axis::kContext);
+        const int d = plan.at(axis::kData);
+        for (const auto& mode : cp > 1 ? sp.context_mode : std::vector<std::string>{"ring"})
+            for (const int mb : sp.micro_batch) {
+                if (mb < 1 || batch % (mb * d) != 0) continue;
+                const Choice choice{t, p, d, mb, "", 1, "", "", 1, false, 0, cp, mode};
+                if (!experts) {
+                    add_schedules(sp, choice, c.points);
+                    continue;
+                }
+                // The expert layers regroup a stage's t*c*d ranks as etp x ep x expert-data.
+                for (const DegreeChoice& e : degree_choices(expert_degrees(), sp, base, std::int64_t{t} * cp * d)) {
+                    Choice with = choice;
+                    with.expert = e.at(axis::kExpert);
+                    with.expert_tensor = e.at(axis::kExpertTensor);
+                    add_schedules(sp, with, c.points);
+                }
             }
+    }
     // The value lists of the axes (the table sizes its columns from them), in first-seen order.
     for (std::size_t a = 0; a < c.axes.size(); ++a) {
         std::set<std::string> seen;

@@ -3,8 +3,11 @@
 // over fixed axes, so that a search runs, ranks and writes its plans with the sweep's machinery.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "strategies/cli/sweep_points.hpp"
@@ -49,6 +52,36 @@ SearchSpace full_search_space(const Scenario& base);
 // expert degree of the full space with expert tensor 1 (Megatron-Core's default). A few hundred candidates at any
 // cluster size, where the full space has tens of thousands.
 SearchSpace default_search_space(const Scenario& base);
+
+// The parallel degrees a search chooses are axes of the layout's rank grids (strategies/layout.hpp):
+// a view of the ranks (Layout::grid for the cluster's GPUs, Layout::expert_grid for one stage's
+// tensor x context x data ranks) names the axes a candidate sets, in the order the search
+// enumerates them (the first varies slowest), and the one axis that takes what remains of the
+// view's ranks. Every axis of the view's grid is one or the other (a test holds them to
+// Layout's grids), so an axis added to a grid must be given its search values here.
+struct DegreeAxis {
+    std::string_view axis;                  // the grid's axis name (cuboid::axis)
+    std::vector<int> SearchSpace::*values;  // its values in the space (the search section's key of that name)
+    // Model and batch rules beyond dividing the view's ranks: false skips the value.
+    bool (*fits)(int degree, const Scenario& base);
+};
+struct DegreeView {
+    std::vector<DegreeAxis> chosen;
+    std::string_view remainder;  // the axis whose degree is the view's ranks / the chosen degrees
+    bool (*remainder_fits)(int degree, const Scenario& base);
+};
+const DegreeView& plan_degrees();    // tensor, pipeline, context; data takes the rest of the GPUs
+const DegreeView& expert_degrees();  // expert, expert_tensor; expert_data takes the rest of a stage
+
+// The degrees of one view's candidate: the chosen axes' values and the remainder's, by axis name.
+struct DegreeChoice {
+    std::vector<std::pair<std::string_view, int>> degrees;
+    int at(std::string_view axis) const;  // std::logic_error for an axis the view does not have
+};
+// Every choice of a view over `ranks` ranks whose chosen degrees divide them and fit their rules,
+// in enumeration order.
+std::vector<DegreeChoice> degree_choices(const DegreeView& view, const SearchSpace& space, const Scenario& base,
+                                         std::int64_t ranks);
 
 // The fixed axes of a search: the plan keys it sets, in this order; parallel.expert and
 // parallel.expert_tensor last, for a mixture-of-experts model only (`experts`).
