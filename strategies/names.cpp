@@ -1,21 +1,9 @@
 #include "strategies/names.hpp"
 
+#include "strategies/schedule_kinds.hpp"
+
 namespace cuboid {
 namespace {
-
-constexpr Descriptor<Schedule> kSchedules[] = {
-    {Schedule::GPipe, "gpipe", "all forwards, then all backwards (Huang et al. 2019)"},
-    {Schedule::OneFOneB, "1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)"},
-    {Schedule::Interleaved, "interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)"},
-    {Schedule::ShiftedCriticalPath, "shifted-critical-path",
-     "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or stage-aware"},
-    {Schedule::ZeroBubbleH1, "zb-h1",
-     "zero bubble H1 (Qi et al. ICLR 2024): backward split into input- and weight-gradient passes, weight gradients "
-     "deferred into the bubbles; 1F1B's activation memory"},
-    {Schedule::ZeroBubbleV, "zb-v",
-     "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), "
-     "split backward; 1F1B's activation memory; needs virtual_stages 2"},
-};
 
 constexpr Descriptor<Recompute> kRecompute[] = {
     {Recompute::None, "none", "store every activation"},
@@ -85,7 +73,15 @@ std::string name_in(std::span<const Descriptor<E>> table, E value) {
 
 }  // namespace
 
-std::span<const Descriptor<Schedule>> schedule_table() { return kSchedules; }
+// The schedules' words and lines are their rows of the schedule table (schedule_kinds.hpp).
+std::span<const Descriptor<Schedule>> schedule_table() {
+    static const std::vector<Descriptor<Schedule>> table = [] {
+        std::vector<Descriptor<Schedule>> out;
+        for (const ScheduleKind& k : schedule_kinds()) out.push_back({k.value, k.name, k.description});
+        return out;
+    }();
+    return table;
+}
 std::span<const Descriptor<Recompute>> recompute_table() { return kRecompute; }
 std::span<const Descriptor<TensorMode>> tensor_mode_table() { return kTensorModes; }
 std::span<const Descriptor<ContextMode>> context_mode_table() { return kContextModes; }

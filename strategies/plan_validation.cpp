@@ -14,7 +14,7 @@
 #include "strategies/layout.hpp"
 #include "strategies/names.hpp"
 #include "strategies/partition/stage_partition.hpp"
-#include "strategies/schedule.hpp"
+#include "strategies/schedule_kinds.hpp"
 #include "strategies/tensor_modes/mode_validation.hpp"
 #include "strategies/work_estimate.hpp"
 
@@ -299,26 +299,7 @@ void check_experts(const Checker& c, const Scenario& sc, int replicas) {
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {
     const ParallelPlan& p = sc.parallel;
     c.require(p.virtual_stages >= 1, "parallel.virtual_stages", "must be at least 1");
-    if (p.schedule == Schedule::Interleaved) {
-        c.require(p.virtual_stages > 1, "parallel.virtual_stages",
-                  "the interleaved schedule needs virtual_stages > 1 (use 1f1b for 1)");
-        c.require(p.pipeline > 1, "parallel.pipeline", "the interleaved schedule needs pipeline > 1");
-        c.require(micro_batches % p.pipeline == 0, "training.global_batch",
-                  "the interleaved schedule needs micro-batches (" + to_string(micro_batches) +
-                      ") to be a multiple of pipeline " + to_string(p.pipeline));
-    } else if (p.schedule == Schedule::ZeroBubbleV) {
-        c.require(p.virtual_stages == 2, "parallel.virtual_stages",
-                  "zb-v places two model chunks on each stage, in a V: it needs virtual_stages: 2");
-    } else {
-        c.require(p.virtual_stages == 1, "parallel.virtual_stages",
-                  "virtual stages > 1 need schedule: interleaved (or zb-v, with 2)");
-    }
-    if (p.schedule == Schedule::ShiftedCriticalPath) {
-        if (const auto why = scp_unsupported_reason(p.pipeline, micro_batches)) c.require(false, "parallel.schedule", *why);
-        c.require(p.recompute == Recompute::Full || p.recompute == Recompute::StageAware, "parallel.recompute",
-                  "shifted-critical-path pre-recomputes checkpointed micro-batches in the bubbles, so it needs "
-                  "recompute: full or stage-aware (got " + to_string(p.recompute) + ")");
-    }
+    schedule_kind(p.schedule).check(c, sc, micro_batches);
     if (splits_backward(p.schedule))
         c.require(p.tensor_mode == TensorMode::OneD || p.tensor <= 1, "parallel.tensor_mode",
                   to_string(p.schedule) + " splits each layer's backward into input- and weight-gradient passes, "
@@ -399,7 +380,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
     l.expert_tensor = sc.parallel.expert_tensor;
     l.data_shard = sc.parallel.shard_group == replicas ? 0 : sc.parallel.shard_group;
     l.virtual_stages = sc.parallel.virtual_stages;
-    l.v_shape = sc.parallel.schedule == Schedule::ZeroBubbleV;
+    l.v_shape = schedule_kind(sc.parallel.schedule).v_shape;
     l.tensor_mesh = mesh.axes;
     l.tensor_order = mesh.order;
     l.micro_batches = m;

@@ -9,6 +9,7 @@
 #include "strategies/model_math.hpp"
 #include "strategies/program_groups.hpp"
 #include "strategies/program_streams.hpp"
+#include "strategies/schedule_kinds.hpp"
 #include "strategies/stage_builder.hpp"
 #include "strategies/training_state.hpp"
 
@@ -152,7 +153,7 @@ int fewest_fitting(const Scenario& sc, const Layout& l, int stage, double capaci
 
 std::vector<int> checkpointed_layers(const Scenario& sc, const Layout& l, const BuildOptions& options) {
     const Recompute r = sc.parallel.recompute;
-    const bool scp = sc.parallel.schedule == Schedule::ShiftedCriticalPath;
+    const bool scp = schedule_kind(sc.parallel.schedule).pre_recompute;
     std::vector<int> k(static_cast<std::size_t>(l.pipeline), 0);
     for (int s = 0; s < l.pipeline; ++s) {
         if (scp && s == l.pipeline - 1) continue;  // SCP's last stage never recomputes

@@ -29,7 +29,8 @@ struct PipelineStep {
     bool is_forward() const { return pass == Pass::Forward || pass == Pass::ForwardCkpt; }
 };
 
-// Order of stage `stage` of `p` for `m` micro-batches and `v` chunks (seed_algorithms §5.1, §1.1):
+// Order of stage `stage` of `p` for `m` micro-batches and `v` chunks (seed_algorithms §5.1, §1.1),
+// the order function of the schedule's row in strategies/schedule_kinds.hpp:
 //  gpipe: F_0..F_{m-1}, then B_{m-1}..B_0.
 //  1f1b: min(p-s-1, m) warm-up forwards, then F/B alternating, then the remaining backwards.
 //  interleaved (Megatron): forward k runs chunk (k / p) % v on micro-batch (k / (p v)) p + k % p,
@@ -39,7 +40,7 @@ struct PipelineStep {
 std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v, int stage);
 
 // Whether the schedule runs each backward as two passes, B (input gradients, sent upstream) and a
-// later W (weight gradients), instead of one.
+// later W (weight gradients), instead of one (its row's splits_backward).
 bool splits_backward(Schedule schedule);
 
 // ZB-H1's order of one stage (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §3.1 and

@@ -6,7 +6,7 @@
 #include "strategies/edge_ops.hpp"
 #include "strategies/group_slots.hpp"
 #include "strategies/program_streams.hpp"
-#include "strategies/schedule.hpp"
+#include "strategies/schedule_kinds.hpp"
 #include "strategies/tensor_modes/partial_grads.hpp"
 #include "strategies/training_state.hpp"
 
@@ -241,7 +241,7 @@ private:
     // Merak's stage p-2 sends the activations of micro-batches 1 and 2 only after R_0 / R_1 and
     // the gradient they wait for (seed_algorithms §1.1, communication order of stage p-2).
     bool defers_send(int micro) const {
-        return plan_.schedule == Schedule::ShiftedCriticalPath && plan_.stage == l_.pipeline - 2 &&
+        return schedule_kind(plan_.schedule).pre_recompute && plan_.stage == l_.pipeline - 2 &&
                (micro == 1 || micro == 2);
     }
 

@@ -8,6 +8,7 @@
 #include "strategies/edge_ops.hpp"
 #include "strategies/labels.hpp"
 #include "strategies/model_math.hpp"
+#include "strategies/schedule_kinds.hpp"
 #include "strategies/training_state.hpp"
 
 namespace cuboid {
@@ -110,22 +111,9 @@ NodeCost end_cost(const Scenario& sc, const Layout& l, const LayerContext& c, co
     return n;
 }
 
-// Micro-batches a stage holds at its peak: all m under GPipe, min(p-s, m) under 1F1B and SCP,
-// the interleaved warm-up plus one spread over the stage's v chunks, and under ZB-H1 an upper
-// bound, min(p, m): 1F1B's p-s plus the s whose W is pending, counted whole (they keep only the
-// inputs of their weight-gradient GEMMs; the program's peak, which the memory check uses, has
-// the exact bytes); under ZB-V the 2p chunk passes a stage holds at most (Qi et al. §6), half on
-// each of its two chunks.
+// Micro-batches a stage holds at its peak: the schedule's row (schedule_kinds.hpp).
 double in_flight(const Scenario& sc, const Layout& l, int stage) {
-    const int p = l.pipeline, m = l.micro_batches, v = l.virtual_stages;
-    switch (sc.parallel.schedule) {
-        case Schedule::GPipe: return m;
-        case Schedule::ZeroBubbleH1: return std::min(p, m);
-        case Schedule::ZeroBubbleV: return std::min(p, m);  // each of the 2 chunks: half of the 2p
-        case Schedule::Interleaved:
-            return (std::min(m * v, 2 * (p - stage - 1) + (v - 1) * p) + 1.0) / v;
-        default: return std::min(p - stage, m);
-    }
+    return schedule_kind(sc.parallel.schedule).in_flight(l.pipeline, l.micro_batches, l.virtual_stages, stage);
 }
 
 void check_override(const Scenario& sc, const Layout& l) {
@@ -177,7 +165,7 @@ PartitionProblem partition_problem(const Scenario& sc, const Layout& l, const hw
         // SCP's last stage never recomputes (Merak's rule). Stage-aware checkpoints, per
         // candidate chunk, the fewest layers that fit: pricing it as full recompute would load
         // the later stages with layers that then run without recompute (the critical stage).
-        const bool scp_last = sc.parallel.schedule == Schedule::ShiftedCriticalPath && stage == l.pipeline - 1;
+        const bool scp_last = schedule_kind(sc.parallel.schedule).pre_recompute && stage == l.pipeline - 1;
         RecomputeRule rule = RecomputeRule::Never;
         if (checkpointing && !scp_last)
             rule = r == Recompute::StageAware ? RecomputeRule::WhereMemoryNeeds : RecomputeRule::Always;
