@@ -99,24 +99,24 @@ double interleaved_in_flight(int p, int m, int v, int stage) {
 double first_stage_in_flight(int p, int m, int, int) { return std::min(p, m); }
 
 constexpr ScheduleKind kSchedules[] = {
-    {Schedule::GPipe, "gpipe", "all forwards, then all backwards (Huang et al. 2019)", gpipe_order, one_chunk,
+    {Schedule::GPipe, "gpipe", "all forwards, then all backwards (Huang et al. 2019)", gpipe_order, one_chunk, 1,
      all_micro_batches},
     {Schedule::OneFOneB, "1f1b", "one-forward-one-backward, PipeDream-Flush (Narayanan et al. 2021)",
-     one_f_one_b_order, one_chunk, one_f_one_b_in_flight},
+     one_f_one_b_order, one_chunk, 1, one_f_one_b_in_flight},
     {Schedule::Interleaved, "interleaved", "1F1B over virtual stages (Megatron, Narayanan et al. SC'21)",
-     interleaved_order, check_interleaved, interleaved_in_flight},
+     interleaved_order, check_interleaved, 0, interleaved_in_flight},
     {Schedule::ShiftedCriticalPath, "shifted-critical-path",
      "Merak's shifted critical path (Lai et al. 2023): pre-recompute in the bubbles; needs recompute full or "
      "stage-aware",
-     scp_order, check_scp, one_f_one_b_in_flight, false, false, true},
+     scp_order, check_scp, 1, one_f_one_b_in_flight, false, false, true},
     {Schedule::ZeroBubbleH1, "zb-h1",
      "zero bubble H1 (Qi et al. ICLR 2024): backward split into input- and weight-gradient passes, weight gradients "
      "deferred into the bubbles; 1F1B's activation memory",
-     zb_h1_order, one_chunk, first_stage_in_flight, true},
+     zb_h1_order, one_chunk, 1, first_stage_in_flight, true},
     {Schedule::ZeroBubbleV, "zb-v",
      "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), "
      "split backward; 1F1B's activation memory; needs virtual_stages 2",
-     zb_v_order, check_zb_v, first_stage_in_flight, true, true},
+     zb_v_order, check_zb_v, 2, first_stage_in_flight, true, true},
 };
 
 }  // namespace

@@ -22,6 +22,10 @@ struct ScheduleKind {
     // The plan rules of the schedule: its chunks per stage (parallel.virtual_stages) and what else
     // it needs, checked at the offending key; `micro_batches` per pipeline per iteration.
     void (*check)(const PlanChecker& c, const Scenario& sc, int micro_batches);
+    // Model chunks per stage: 0 for the plan's parallel.virtual_stages, two or more (and then the
+    // schedule needs pipeline > 1); else exactly this many. check() enforces it, the search
+    // space enumerates by it.
+    int chunks = 1;
     // Micro-batches a stage holds at its peak, for the partitioner's memory estimate (the
     // program's own peak, which the memory check uses, has the exact bytes).
     double (*in_flight)(int p, int m, int v, int stage);

@@ -8,6 +8,7 @@
 
 #include "strategies/names.hpp"
 #include "strategies/rank_grid.hpp"
+#include "strategies/schedule_kinds.hpp"
 
 namespace cuboid::cli {
 namespace {
@@ -70,11 +71,12 @@ void add_tensor_settings(const SearchSpace& sp, Choice c, std::vector<SweepPoint
 
 void add_schedules(const SearchSpace& sp, Choice c, std::vector<SweepPoint>& out) {
     for (const auto& schedule : sp.schedule) {
-        const bool interleaved = schedule == "interleaved";
-        // Interleaving needs more than one stage; one chunk per stage is plain 1F1B.
-        if (interleaved && c.pipeline == 1) continue;
-        // ZB-V runs two chunks per stage, in a V.
-        const std::vector<int> chunks = interleaved ? sp.virtual_stages : std::vector<int>{schedule == "zb-v" ? 2 : 1};
+        // The chunks per stage of the schedule's row: the space's virtual stages for a schedule
+        // of several (which needs more than one stage: one chunk per stage is plain 1F1B), else
+        // its own count (ZB-V's two, in a V).
+        const int fixed = schedule_kind(parse_schedule(schedule, {})).chunks;
+        if (fixed == 0 && c.pipeline == 1) continue;
+        const std::vector<int> chunks = fixed == 0 ? sp.virtual_stages : std::vector<int>{fixed};
         for (const int v : chunks)
             for (const auto& recompute : sp.recompute) {
                 c.schedule = schedule;

@@ -20,7 +20,7 @@ struct SearchSpace {
     std::vector<int> pipeline;
     std::vector<int> micro_batch;
     std::vector<std::string> schedule;      // names of `cuboid list schedules`
-    std::vector<int> virtual_stages;        // interleaved only (the others run 1 chunk per stage)
+    std::vector<int> virtual_stages;        // schedules of several chunks per stage (interleaved); the others run their own count
     std::vector<std::string> recompute;
     std::vector<std::string> tensor_mode;
     std::vector<int> overlap_chunks;

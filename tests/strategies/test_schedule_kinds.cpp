@@ -75,3 +75,22 @@ TEST_CASE("every schedule's order runs each pass once per micro-batch and chunk"
                 }
     CHECK(orders_checked > 200);
 }
+
+TEST_CASE("a schedule's chunk count is the one its plan rules accept", "[schedule][table]") {
+    for (const ScheduleKind& k : schedule_kinds())
+        for (const int v : {1, 2, 3, 4}) {
+            // Four stages, eight micro-batches: every schedule's other rules hold with full recompute.
+            Scenario sc = test::tiny_scenario(1, 4, 1, 8, 4 * v);
+            sc.parallel.schedule = k.value;
+            sc.parallel.virtual_stages = v;
+            sc.parallel.recompute = Recompute::Full;
+            INFO(k.name << " v " << v);
+            bool accepted = true;
+            try {
+                k.check(PlanChecker(sc), sc, 8);
+            } catch (const InputError&) {
+                accepted = false;
+            }
+            CHECK(accepted == (k.chunks == 0 ? v >= 2 : v == k.chunks));
+        }
+}
