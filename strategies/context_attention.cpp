@@ -1,5 +1,9 @@
 #include "strategies/context_attention.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
 #include "strategies/group_slots.hpp"
 #include "strategies/program_streams.hpp"
 
@@ -153,24 +157,49 @@ void all_to_all_backward(OpEmitter& e, const LayerContext& c, double stored) {
     e.wait_for(e.comm(context_comm(OpKind::AllToAll, c.labels->cp_qkv_a2a[at(ph)], qkv_bytes(c.dims)), grads));
 }
 
+// All-to-all (DeepSpeed-Ulysses) gives each context rank whole heads.
+void check_whole_heads(const PlanChecker& c, const Scenario& sc) {
+    const ParallelPlan& p = sc.parallel;
+    const int t = std::max(1, p.tensor);
+    const int heads = sc.model.heads / t, kv = sc.model.kv_heads_or_default() / t;
+    const std::string cp = std::to_string(p.context);
+    c.require(heads % p.context == 0 && kv % p.context == 0, "parallel.context_mode",
+              "all-to-all (DeepSpeed-Ulysses) gives each of the " + cp + " context ranks whole heads: the " +
+                  std::to_string(heads) + " query heads and " + std::to_string(kv) +
+                  " key/value heads per tensor rank must be multiples of context " + cp + "; use ring or all-gather");
+}
+
+constexpr ContextModeKind kContextModes[] = {
+    {ContextMode::Ring, "ring",
+     "K/V blocks passed around the context group, overlapped with blockwise attention (Transformer Engine p2p; "
+     "Liu et al. 2023, ring attention)",
+     ring_forward, ring_backward, nullptr, 8.0},
+    {ContextMode::AllGather, "all-gather",
+     "K/V all-gathered before attention, dK/dV reduce-scattered (Llama 3, Dubey et al. 2024)", gather_forward,
+     gather_backward, nullptr, 0.0},
+    {ContextMode::AllToAll, "all-to-all",
+     "Q/K/V exchanged from sequence to head split and back (DeepSpeed-Ulysses, Jacobs et al. 2023)",
+     all_to_all_forward, all_to_all_backward, check_whole_heads, 0.0},
+};
+
 }  // namespace
+
+std::span<const ContextModeKind> context_mode_kinds() { return kContextModes; }
+
+const ContextModeKind& context_mode_kind(ContextMode m) {
+    for (const ContextModeKind& k : kContextModes)
+        if (k.value == m) return k;
+    throw std::logic_error("context_mode_kind: a context mode with no row in the table");
+}
 
 double context_kv_block_bytes(const LayerDims& d) { return 2.0 * d.act_bytes * elements(d, d.kv_heads); }
 
 void emit_context_attention_forward(OpEmitter& e, const LayerContext& c, Phase ph, double stored) {
-    switch (c.dims.cp_mode) {
-        case ContextMode::Ring: return ring_forward(e, c, ph, stored);
-        case ContextMode::AllGather: return gather_forward(e, c, ph, stored);
-        case ContextMode::AllToAll: return all_to_all_forward(e, c, ph, stored);
-    }
+    context_mode_kind(c.dims.cp_mode).forward(e, c, ph, stored);
 }
 
 void emit_context_attention_backward(OpEmitter& e, const LayerContext& c, double stored) {
-    switch (c.dims.cp_mode) {
-        case ContextMode::Ring: return ring_backward(e, c, stored);
-        case ContextMode::AllGather: return gather_backward(e, c, stored);
-        case ContextMode::AllToAll: return all_to_all_backward(e, c, stored);
-    }
+    context_mode_kind(c.dims.cp_mode).backward(e, c, stored);
 }
 
 }  // namespace cuboid

@@ -22,10 +22,36 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "strategies/layer_ops.hpp"
+#include "strategies/plan_checker.hpp"
 
 namespace cuboid {
+
+// The context modes as one descriptor table: a row per mode with its scenario word, its one line
+// with the source, its forward and backward emitters, its own plan rules and the ops a layer adds
+// per context rank (the work estimate's count). The parser, `cuboid list`, the search space, the
+// plan checks, the layer builder and the work estimate read it, so a new mode is a row here and
+// its two emitters.
+struct ContextModeKind {
+    ContextMode value;
+    const char* name;         // the scenario word
+    const char* description;  // one line, with the source
+    // The forward (or recomputed) attention core and its backward, as emit_context_attention_*.
+    void (*forward)(OpEmitter& e, const LayerContext& c, Phase ph, double stored);
+    void (*backward)(OpEmitter& e, const LayerContext& c, double stored);
+    // What the mode needs beyond context parallelism's own rules (nullptr: nothing), checked at
+    // the offending key.
+    void (*check)(const PlanChecker& c, const Scenario& sc);
+    // Ops one layer's attention adds per context rank, forward and backward with their
+    // recomputation (the ring's kernel, exchange and merge per step each way), for the work
+    // estimate that sizes a run before it is built.
+    double ops_per_context_rank;
+};
+
+std::span<const ContextModeKind> context_mode_kinds();
+const ContextModeKind& context_mode_kind(ContextMode m);  // std::logic_error for a mode with no row
 
 // Bytes of one rank's K and V for its s/c positions (the block a ring step moves).
 double context_kv_block_bytes(const LayerDims& d);

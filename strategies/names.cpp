@@ -1,5 +1,6 @@
 #include "strategies/names.hpp"
 
+#include "strategies/context_attention.hpp"
 #include "strategies/schedule_kinds.hpp"
 
 namespace cuboid {
@@ -18,16 +19,6 @@ constexpr Descriptor<TensorMode> kTensorModes[] = {
     {TensorMode::ThreeD, "3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
     {TensorMode::Atp, "atp",
      "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"},
-};
-
-constexpr Descriptor<ContextMode> kContextModes[] = {
-    {ContextMode::Ring, "ring",
-     "K/V blocks passed around the context group, overlapped with blockwise attention (Transformer Engine p2p; "
-     "Liu et al. 2023, ring attention)"},
-    {ContextMode::AllGather, "all-gather",
-     "K/V all-gathered before attention, dK/dV reduce-scattered (Llama 3, Dubey et al. 2024)"},
-    {ContextMode::AllToAll, "all-to-all",
-     "Q/K/V exchanged from sequence to head split and back (DeepSpeed-Ulysses, Jacobs et al. 2023)"},
 };
 
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {
@@ -84,7 +75,15 @@ std::span<const Descriptor<Schedule>> schedule_table() {
 }
 std::span<const Descriptor<Recompute>> recompute_table() { return kRecompute; }
 std::span<const Descriptor<TensorMode>> tensor_mode_table() { return kTensorModes; }
-std::span<const Descriptor<ContextMode>> context_mode_table() { return kContextModes; }
+// The context modes' words and lines are their rows of the table in context_attention.hpp.
+std::span<const Descriptor<ContextMode>> context_mode_table() {
+    static const std::vector<Descriptor<ContextMode>> table = [] {
+        std::vector<Descriptor<ContextMode>> out;
+        for (const ContextModeKind& k : context_mode_kinds()) out.push_back({k.value, k.name, k.description});
+        return out;
+    }();
+    return table;
+}
 std::span<const Descriptor<Fp8Recipe>> fp8_recipe_table() { return kFp8Recipes; }
 std::span<const Descriptor<AtpOrder>> atp_order_table() { return kAtpOrders; }
 std::span<const Descriptor<sim::Precision>> precision_table() { return kPrecisions; }

@@ -11,6 +11,7 @@
 #include "sim/checked_math.hpp"
 
 #include "hardware_models/gpu_spec.hpp"
+#include "strategies/context_attention.hpp"
 #include "strategies/layout.hpp"
 #include "strategies/names.hpp"
 #include "strategies/partition/stage_partition.hpp"
@@ -180,14 +181,7 @@ void check_context(const Checker& c, const Scenario& sc) {
               "context parallelism is modelled with 1d tensor parallelism (got tensor_mode " + to_string(p.tensor_mode) + ")");
     c.require(p.overlap_chunks == 1, "parallel.context",
               "context parallelism already splits the sequence; it is not combined with overlap_chunks > 1");
-    if (p.context_mode == ContextMode::AllToAll) {
-        const int t = std::max(1, p.tensor);
-        const int heads = sc.model.heads / t, kv = sc.model.kv_heads_or_default() / t;
-        c.require(heads % p.context == 0 && kv % p.context == 0, "parallel.context_mode",
-                  "all-to-all (DeepSpeed-Ulysses) gives each of the " + cp + " context ranks whole heads: the " +
-                      to_string(heads) + " query heads and " + to_string(kv) +
-                      " key/value heads per tensor rank must be multiples of context " + cp + "; use ring or all-gather");
-    }
+    if (const auto mode_check = context_mode_kind(p.context_mode).check) mode_check(c, sc);
     const int sg = p.shard_group;
     c.require(sg == 0 || sg % p.context == 0, "parallel.shard_group",
               to_string(sg) + " must be a multiple of context " + cp + ": a shard group holds whole context groups");

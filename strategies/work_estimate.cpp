@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "hardware_models/errors.hpp"
+#include "strategies/context_attention.hpp"
 
 namespace cuboid {
 namespace {
@@ -38,10 +39,10 @@ WorkEstimate estimate_work(const Scenario& sc, int data, int micro_batches) {
     const double gpus = double(p.tensor) * p.pipeline * data;
     const double layers_per_rank = double(sc.model.layers) / p.pipeline;
     const double recompute = p.recompute == Recompute::None ? 1.0 : 1.5;
-    // Ring context parallelism runs each attention as c steps (a kernel, an exchange, a merge)
-    // each way.
-    const double ring_steps = p.context > 1 && p.context_mode == ContextMode::Ring ? 8.0 * p.context : 0.0;
-    const double ops_per_layer = (kOpsPerLayer + ring_steps) * recompute * std::max(1, p.overlap_chunks);
+    // A context mode's attention may add ops per context rank (the ring's c steps, each a kernel,
+    // an exchange and a merge, each way).
+    const double context_ops = p.context > 1 ? context_mode_kind(p.context_mode).ops_per_context_rank * p.context : 0.0;
+    const double ops_per_layer = (kOpsPerLayer + context_ops) * recompute * std::max(1, p.overlap_chunks);
     WorkEstimate w;
     w.ops_per_rank = double(micro_batches) * layers_per_rank * ops_per_layer + kOpsPerRankFixed;
     w.events = gpus * w.ops_per_rank * kEventsPerOp;
