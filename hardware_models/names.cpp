@@ -8,6 +8,7 @@
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/errors.hpp"
 #include "hardware_models/name_match.hpp"
+#include "hardware_models/topology_kinds.hpp"
 
 namespace cuboid::hw {
 
@@ -29,14 +30,7 @@ const char* to_string(InterNodeKind kind) {
     return "infiniband";
 }
 
-const char* to_string(NetworkTopology topology) {
-    switch (topology) {
-        case NetworkTopology::FatTree: return "fat-tree";
-        case NetworkTopology::RailOptimized: return "rail-optimized";
-        case NetworkTopology::SingleSwitch: return "single-switch";
-    }
-    return "fat-tree";
-}
+const char* to_string(NetworkTopology topology) { return topology_kind(topology).name; }
 
 template <class E>
 static E parse_enum(const std::string& name, std::initializer_list<E> values,
@@ -61,10 +55,13 @@ InterNodeKind parse_inter_node_kind(const std::string& name, const InputLocation
 }
 
 NetworkTopology parse_network_topology(const std::string& name, const InputLocation& where) {
-    return parse_enum(name,
-                      {NetworkTopology::FatTree, NetworkTopology::RailOptimized,
-                       NetworkTopology::SingleSwitch},
-                      where);
+    std::vector<std::string> allowed;
+    for (const TopologyKind& k : topology_kinds()) {
+        if (name == k.name) return k.value;
+        allowed.emplace_back(k.name);
+    }
+    throw InputError(where, fmt::format("unknown value '{}' (allowed: {}){}", name, fmt::join(allowed, ", "),
+                                        did_you_mean(name, allowed)));
 }
 
 CatalogSection parse_catalog_section(const std::string& name, const InputLocation& where) {

@@ -8,6 +8,7 @@
 
 #include "hardware_models/errors.hpp"
 #include "hardware_models/topology.hpp"
+#include "hardware_models/topology_kinds.hpp"
 
 namespace cuboid::hw {
 
@@ -81,18 +82,11 @@ int TopologyParams::leaf_up_ports() const {
 }
 
 int TopologyParams::leaf_of_nic(int nic) const {
-    const int down = leaf_down_ports(), m = nics_per_node;
-    switch (topology) {
-        case NetworkTopology::FatTree: return nic / down;
-        case NetworkTopology::RailOptimized: return (nic / m) / down * m + nic % m;
-        case NetworkTopology::SingleSwitch: return 0;
-    }
-    return 0;
+    return topology_kind(topology).leaf_of_nic(nic, leaf_down_ports(), nics_per_node);
 }
 
 int TopologyParams::leaf_port_of_nic(int nic) const {
-    const int down = leaf_down_ports();
-    return topology == NetworkTopology::RailOptimized ? (nic / nics_per_node) % down : nic % down;
+    return topology_kind(topology).leaf_port_of_nic(nic, leaf_down_ports(), nics_per_node);
 }
 
 struct TopologyBuilder {

@@ -1,6 +1,7 @@
 #include "strategies/cli/enum_names.hpp"
 
 #include "hardware_models/catalog.hpp"
+#include "hardware_models/topology_kinds.hpp"
 #include "strategies/cli/error_location.hpp"
 #include "strategies/cli/suggest.hpp"
 #include "strategies/names.hpp"
@@ -47,8 +48,9 @@ std::vector<std::string> inter_node_words() {
 }
 
 std::vector<std::string> topology_words() {
-    using hw::NetworkTopology;
-    return words_of({NetworkTopology::FatTree, NetworkTopology::RailOptimized, NetworkTopology::SingleSwitch});
+    std::vector<std::string> words;
+    for (const hw::TopologyKind& k : hw::topology_kinds()) words.emplace_back(k.name);
+    return words;
 }
 
 }  // namespace cuboid::cli

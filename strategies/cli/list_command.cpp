@@ -5,6 +5,7 @@
 
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/errors.hpp"
+#include "hardware_models/topology_kinds.hpp"
 #include "strategies/cli/enum_names.hpp"
 #include "strategies/cli/scenario_keys.hpp"
 #include "strategies/cli/search_config.hpp"
@@ -41,11 +42,7 @@ void print_named(std::ostream& out, const std::vector<NamedValue>& names) {
 
 void print_topologies(std::ostream& out) {
     // One-line meaning of each topology as the network model builds it (hardware_models).
-    const std::vector<std::string> words = topology_words();
-    const char* meaning[] = {"folded Clos; leaf up-links reduced by the oversubscription ratio",
-                             "NIC i of every node on leaf switch i (one rail per GPU index)",
-                             "every node on one non-blocking switch"};
-    for (std::size_t i = 0; i < words.size(); ++i) fmt::print(out, "{:<18} {}\n", words[i], meaning[i]);
+    for (const hw::TopologyKind& k : hw::topology_kinds()) fmt::print(out, "{:<18} {}\n", k.name, k.meaning);
 }
 
 void print_keys(std::ostream& out) {
