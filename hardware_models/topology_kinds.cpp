@@ -1,6 +1,6 @@
 #include "hardware_models/topology_kinds.hpp"
 
-#include <stdexcept>
+#include "hardware_models/table_row.hpp"
 
 namespace cuboid::hw {
 namespace {
@@ -26,10 +26,6 @@ constexpr TopologyKind kTopologies[] = {
 
 std::span<const TopologyKind> topology_kinds() { return kTopologies; }
 
-const TopologyKind& topology_kind(NetworkTopology t) {
-    for (const TopologyKind& k : kTopologies)
-        if (k.value == t) return k;
-    throw std::logic_error("topology_kind: a topology with no row in the table");
-}
+const TopologyKind& topology_kind(NetworkTopology t) { return table_row(topology_kinds(), t, "topology_kind"); }
 
 }  // namespace cuboid::hw

@@ -1,9 +1,9 @@
 #include "strategies/context_attention.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
+#include "hardware_models/table_row.hpp"
 #include "strategies/group_slots.hpp"
 #include "strategies/program_streams.hpp"
 
@@ -187,9 +187,7 @@ constexpr ContextModeKind kContextModes[] = {
 std::span<const ContextModeKind> context_mode_kinds() { return kContextModes; }
 
 const ContextModeKind& context_mode_kind(ContextMode m) {
-    for (const ContextModeKind& k : kContextModes)
-        if (k.value == m) return k;
-    throw std::logic_error("context_mode_kind: a context mode with no row in the table");
+    return table_row(context_mode_kinds(), m, "context_mode_kind");
 }
 
 double context_kv_block_bytes(const LayerDims& d) { return 2.0 * d.act_bytes * elements(d, d.kv_heads); }

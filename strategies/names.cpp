@@ -6,6 +6,14 @@
 namespace cuboid {
 namespace {
 
+// A descriptor table (word and line) from a table of kinds whose rows also hold behaviour.
+template <class E, class Row>
+std::vector<Descriptor<E>> descriptors_of(std::span<const Row> rows) {
+    std::vector<Descriptor<E>> out;
+    for (const Row& r : rows) out.push_back({r.value, r.name, r.description});
+    return out;
+}
+
 constexpr Descriptor<Recompute> kRecompute[] = {
     {Recompute::None, "none", "store every activation"},
     {Recompute::Full, "full", "store each layer's input, recompute the layer before its backward"},
@@ -64,24 +72,16 @@ std::string name_in(std::span<const Descriptor<E>> table, E value) {
 
 }  // namespace
 
-// The schedules' words and lines are their rows of the schedule table (schedule_kinds.hpp).
+// The schedules' and context modes' words and lines are their rows of the tables that also hold
+// their behaviour (schedule_kinds.hpp, context_attention.hpp).
 std::span<const Descriptor<Schedule>> schedule_table() {
-    static const std::vector<Descriptor<Schedule>> table = [] {
-        std::vector<Descriptor<Schedule>> out;
-        for (const ScheduleKind& k : schedule_kinds()) out.push_back({k.value, k.name, k.description});
-        return out;
-    }();
+    static const auto table = descriptors_of<Schedule>(schedule_kinds());
     return table;
 }
 std::span<const Descriptor<Recompute>> recompute_table() { return kRecompute; }
 std::span<const Descriptor<TensorMode>> tensor_mode_table() { return kTensorModes; }
-// The context modes' words and lines are their rows of the table in context_attention.hpp.
 std::span<const Descriptor<ContextMode>> context_mode_table() {
-    static const std::vector<Descriptor<ContextMode>> table = [] {
-        std::vector<Descriptor<ContextMode>> out;
-        for (const ContextModeKind& k : context_mode_kinds()) out.push_back({k.value, k.name, k.description});
-        return out;
-    }();
+    static const auto table = descriptors_of<ContextMode>(context_mode_kinds());
     return table;
 }
 std::span<const Descriptor<Fp8Recipe>> fp8_recipe_table() { return kFp8Recipes; }

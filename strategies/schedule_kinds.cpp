@@ -1,8 +1,9 @@
 #include "strategies/schedule_kinds.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
+
+#include "hardware_models/table_row.hpp"
 
 namespace cuboid {
 namespace {
@@ -123,11 +124,7 @@ constexpr ScheduleKind kSchedules[] = {
 
 std::span<const ScheduleKind> schedule_kinds() { return kSchedules; }
 
-const ScheduleKind& schedule_kind(Schedule s) {
-    for (const ScheduleKind& k : kSchedules)
-        if (k.value == s) return k;
-    throw std::logic_error("schedule_kind: a schedule with no row in the table");
-}
+const ScheduleKind& schedule_kind(Schedule s) { return table_row(schedule_kinds(), s, "schedule_kind"); }
 
 std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v, int stage) {
     return schedule_kind(schedule).order(p, m, v, stage);
