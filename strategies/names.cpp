@@ -2,6 +2,7 @@
 
 #include "strategies/context_attention.hpp"
 #include "strategies/schedule_kinds.hpp"
+#include "strategies/tensor_modes/tensor_mode_kinds.hpp"
 
 namespace cuboid {
 namespace {
@@ -19,14 +20,6 @@ constexpr Descriptor<Recompute> kRecompute[] = {
     {Recompute::Full, "full", "store each layer's input, recompute the layer before its backward"},
     {Recompute::Selective, "selective", "recompute the attention core only (Korthikanti et al. 2022)"},
     {Recompute::StageAware, "stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"},
-};
-
-constexpr Descriptor<TensorMode> kTensorModes[] = {
-    {TensorMode::OneD, "1d", "Megatron tensor parallelism (Shoeybi et al. 2019)"},
-    {TensorMode::TwoD, "2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)"},
-    {TensorMode::ThreeD, "3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)"},
-    {TensorMode::Atp, "atp",
-     "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)"},
 };
 
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {
@@ -72,14 +65,18 @@ std::string name_in(std::span<const Descriptor<E>> table, E value) {
 
 }  // namespace
 
-// The schedules' and context modes' words and lines are their rows of the tables that also hold
-// their behaviour (schedule_kinds.hpp, context_attention.hpp).
+// The schedules', context modes' and tensor modes' words and lines are their rows of the tables
+// that also hold their behaviour (schedule_kinds.hpp, context_attention.hpp,
+// tensor_modes/tensor_mode_kinds.hpp).
 std::span<const Descriptor<Schedule>> schedule_table() {
     static const auto table = descriptors_of<Schedule>(schedule_kinds());
     return table;
 }
 std::span<const Descriptor<Recompute>> recompute_table() { return kRecompute; }
-std::span<const Descriptor<TensorMode>> tensor_mode_table() { return kTensorModes; }
+std::span<const Descriptor<TensorMode>> tensor_mode_table() {
+    static const auto table = descriptors_of<TensorMode>(tensor_mode_kinds());
+    return table;
+}
 std::span<const Descriptor<ContextMode>> context_mode_table() {
     static const auto table = descriptors_of<ContextMode>(context_mode_kinds());
     return table;

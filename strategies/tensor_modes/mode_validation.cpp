@@ -2,9 +2,11 @@
 
 #include <string>
 
-#include "strategies/plan_checker.hpp"
-
 #include "hardware_models/errors.hpp"
+#include "hardware_models/table_row.hpp"
+#include "strategies/plan_checker.hpp"
+#include "strategies/tensor_modes/atp_choice.hpp"
+#include "strategies/tensor_modes/tensor_mode_kinds.hpp"
 
 namespace cuboid {
 namespace {
@@ -55,7 +57,42 @@ void check_atp(const Checker& c, const Scenario& sc, const TensorMesh& mesh) {
     check_splits(c, sc, mesh.size(mesh.column_axis()), mesh.size(mesh.hidden_axis()), "the atp mesh");
 }
 
+void check_square(const Checker& c, const Scenario& sc) { check_cube_or_square(c, sc, 2); }
+void check_cube(const Checker& c, const Scenario& sc) { check_cube_or_square(c, sc, 3); }
+void check_atp_mesh_given(const Checker& c, const Scenario& sc) {
+    const ParallelPlan& p = sc.parallel;
+    c.require(p.atp_mesh[0] >= 0 && p.atp_mesh[1] >= 0, "parallel.atp_mesh", "d1 and d2 must be positive");
+}
+
+TensorMesh one_d_mesh(const Scenario& sc, const hw::Catalog*) { return TensorMesh::one_d(sc.parallel.tensor); }
+TensorMesh square_mesh(const Scenario& sc, const hw::Catalog*) {
+    return TensorMesh::two_d(integer_root(sc.parallel.tensor, 2));
+}
+TensorMesh cube_mesh(const Scenario& sc, const hw::Catalog*) {
+    return TensorMesh::three_d(integer_root(sc.parallel.tensor, 3));
+}
+TensorMesh atp_mesh(const Scenario& sc, const hw::Catalog* builtin) {
+    const int t = sc.parallel.tensor;
+    const AtpChoice c = builtin ? choose_atp(sc, t, *builtin) : choose_atp(sc, t);
+    return TensorMesh::atp(c.d1, c.d2, c.order == AtpOrder::Auto ? AtpOrder::ColumnFirst : c.order);
+}
+
+constexpr TensorModeKind kTensorModes[] = {
+    {TensorMode::OneD, "1d", "Megatron tensor parallelism (Shoeybi et al. 2019)", one_d_mesh, nullptr, nullptr},
+    {TensorMode::TwoD, "2d", "Optimus / SUMMA on a q x q mesh, tensor = q^2 (Xu et al. 2021)", square_mesh,
+     check_square, nullptr},
+    {TensorMode::ThreeD, "3d", "3D tensor parallelism on a q x q x q cube, tensor = q^3 (Bian et al. 2021)",
+     cube_mesh, check_cube, nullptr},
+    {TensorMode::Atp, "atp",
+     "adaptive tensor parallelism on a d1 x d2 mesh, see parallel.atp_mesh and atp_order (Cheng et al. 2023)",
+     atp_mesh, check_atp_mesh_given, check_atp},
+};
+
 }  // namespace
+
+std::span<const TensorModeKind> tensor_mode_kinds() { return kTensorModes; }
+
+const TensorModeKind& tensor_mode_kind(TensorMode m) { return table_row(tensor_mode_kinds(), m, "tensor_mode_kind"); }
 
 TensorMesh check_tensor_mode(const Scenario& sc, const hw::Catalog* builtin) {
     const Checker c(sc);
@@ -65,18 +102,11 @@ TensorMesh check_tensor_mode(const Scenario& sc, const hw::Catalog* builtin) {
     c.require(!p.sequence_parallel || p.tensor_mode == TensorMode::OneD, "parallel.sequence_parallel",
               "sequence parallelism splits the LayerNorm and dropout regions of Megatron's 1d layers; 2d and 3d "
               "already split every activation over the tensor group, and atp splits it over its mesh: use false");
-    switch (p.tensor_mode) {
-        case TensorMode::OneD: break;
-        case TensorMode::TwoD: check_cube_or_square(c, sc, 2); break;
-        case TensorMode::ThreeD: check_cube_or_square(c, sc, 3); break;
-        case TensorMode::Atp: {
-            c.require(p.atp_mesh[0] >= 0 && p.atp_mesh[1] >= 0, "parallel.atp_mesh", "d1 and d2 must be positive");
-            const TensorMesh mesh = tensor_mesh_of(sc, builtin);
-            check_atp(c, sc, mesh);
-            return mesh;
-        }
-    }
-    return tensor_mesh_of(sc, builtin);
+    const TensorModeKind& kind = tensor_mode_kind(p.tensor_mode);
+    if (kind.check) kind.check(c, sc);
+    const TensorMesh mesh = kind.mesh(sc, builtin);
+    if (kind.check_mesh) kind.check_mesh(c, sc, mesh);
+    return mesh;
 }
 
 }  // namespace cuboid
