@@ -390,9 +390,13 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
 // The deferred weight gradients of one sub-batch, in the backward's order; under sequence
 // parallelism each LayerNorm output is re-gathered right before the GEMM that reads it.
 void weight_grad_pass(OpEmitter& e, const LayerContext& c) {
-    weight_grad_gemm(e, c, LayerOp::Fc2);
-    e.wait_for(gather_after_last(e, c));  // LayerNorm-2 output, after FC2's weight gradient
-    weight_grad_gemm(e, c, LayerOp::Fc1);
+    if (c.dims.moe) {
+        emit_moe_weight_grad(e, c);
+    } else {
+        weight_grad_gemm(e, c, LayerOp::Fc2);
+        e.wait_for(gather_after_last(e, c));  // LayerNorm-2 output, after FC2's weight gradient
+        weight_grad_gemm(e, c, LayerOp::Fc1);
+    }
     weight_grad_gemm(e, c, LayerOp::Proj);
     if (c.dims.mla) return emit_mla_weight_grads(e, c);
     e.wait_for(gather_after_last(e, c));  // LayerNorm-1 output, after the projection's

@@ -109,6 +109,45 @@ void shared_forward(OpEmitter& e, const LayerContext& c, Phase ph, const MoeGemm
     e.wait_for(emit_tp_collective(e, c, ph, d.sp ? OpKind::ReduceScatter : OpKind::AllReduce, out));
 }
 
+// The shared experts' weight gradients: FC2's releases its input (the activation's output); FC1's,
+// under sequence parallelism, reads LayerNorm 2's output gathered again.
+void shared_fc2_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
+    sim::Op w2 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc2)], weight_grad_shape(g.shared_fc2), OpCategory::Compute,
+                         c.dims.act_bytes);
+    w2.memory_free = Bytes(keep.shared_act);
+    e.compute(w2);
+}
+
+void shared_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g) {
+    if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
+    e.compute(gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc1)], weight_grad_shape(g.shared_fc1), OpCategory::Compute,
+                      c.dims.act_bytes));
+}
+
+// The routed experts' and the router's weight gradients, each releasing the input it read: FC2's
+// the activation's output (under a split backward only; else the activation's backward releases
+// it with FC1's output), FC1's the dispatched copies, the router's its saved input.
+void expert_fc2_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
+    sim::Op w2 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::ExpertFc2)], weight_grad_shape(g.expert_fc2), OpCategory::Compute,
+                         c.dims.act_bytes);
+    if (c.defer_weight_grad) w2.memory_free = Bytes(keep.expert_act);
+    e.compute(w2);
+}
+
+void expert_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
+    sim::Op w1 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::ExpertFc1)], weight_grad_shape(g.expert_fc1), OpCategory::Compute,
+                         c.dims.act_bytes);
+    w1.memory_free = Bytes(keep.dispatched);
+    e.compute(w1);
+}
+
+void router_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g) {
+    sim::Op wr = gemm_op(c.labels->moe_wgrad[idx(MoeOp::Router)], weight_grad_shape(g.router), OpCategory::Compute,
+                         c.dims.act_bytes);
+    wr.memory_free = Bytes(router_saved(c));
+    e.compute(wr);
+}
+
 // The shared experts' backward; returns FC1's input-gradient reduction, in flight.
 std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
     const LayerDims& d = c.dims;
@@ -116,10 +155,7 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
     if (d.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
     e.compute(gemm_op(c.labels->moe[b][idx(MoeOp::SharedFc2)], input_grad_shape(g.shared_fc2), OpCategory::Compute,
                       d.act_bytes));
-    sim::Op w2 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc2)], weight_grad_shape(g.shared_fc2), OpCategory::Compute,
-                         d.act_bytes);
-    w2.memory_free = Bytes(keep.shared_act);
-    e.compute(w2);
+    if (!c.defer_weight_grad) shared_fc2_weight_grad(e, c, g, keep);
     const double inner = as_double(d.shared_ffn) / as_double(d.t);
     sim::Op act = memory_op(OpKind::Activation, c.labels->moe[b][idx(MoeOp::SharedAct)],
                             2.0 * act_bytes(d, as_double(d.tokens()), inner), OpCategory::Compute);
@@ -129,12 +165,10 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
                                                   OpCategory::Compute, d.act_bytes));
     const std::uint32_t reduce =
         emit_tp_collective(e, c, Phase::Backward, d.sp ? OpKind::ReduceScatter : OpKind::AllReduce, dgrad);
-    if (!c.tp_backward_overlap) e.wait_for(reduce);
-    // Sequence parallelism: LayerNorm 2's output gathered again for FC1's weight gradient.
-    if (d.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
-    e.compute(gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc1)], weight_grad_shape(g.shared_fc1), OpCategory::Compute,
-                      d.act_bytes));
-    return c.tp_backward_overlap ? reduce : kNoOp;
+    const bool overlap = c.tp_backward_overlap || c.defer_weight_grad;  // deferred: nothing to wait for
+    if (!overlap) e.wait_for(reduce);
+    if (!c.defer_weight_grad) shared_fc1_weight_grad(e, c, g);
+    return overlap ? reduce : kNoOp;
 }
 
 }  // namespace
@@ -144,6 +178,7 @@ MoeActivations moe_activations(const LayerDims& d) {
     MoeActivations m;
     m.dispatched = a * rows * h;
     m.expert_inner = a * rows * as_double(d.expert_fc1_width() + d.expert_ffn / d.etp);
+    m.expert_act = a * rows * as_double(d.expert_ffn / d.etp);
     m.shared_fc1 = a * as_double(d.tokens()) * as_double(d.shared_fc1_width()) / as_double(d.t);
     m.shared_act = a * as_double(d.tokens()) * as_double(d.shared_ffn) / as_double(d.t);
     return m;
@@ -197,30 +232,38 @@ std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {
     const MoeActivations keep = moe_activations(d);
     const Labels& l = *c.labels;
     const auto b = static_cast<std::size_t>(Phase::Backward);
+    const bool now = !c.defer_weight_grad;
     const std::uint32_t shared = d.shared_ffn > 0 ? shared_backward(e, c, g, keep) : kNoOp;
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Unpermute, OpKind::Elementwise, permute_bytes(d)));
     combine(e, c, Phase::Backward, 0.0);
     e.compute(gemm_op(l.moe[b][idx(MoeOp::ExpertFc2)], input_grad_shape(g.expert_fc2), OpCategory::Compute, d.act_bytes));
-    e.compute(gemm_op(l.moe_wgrad[idx(MoeOp::ExpertFc2)], weight_grad_shape(g.expert_fc2), OpCategory::Compute,
-                      d.act_bytes));
+    if (now) expert_fc2_weight_grad(e, c, g, keep);
     const double rows = as_double(d.expert_rows());
     sim::Op act = kernel_op(c, Phase::Backward, MoeOp::ExpertAct, OpKind::Activation,
                             2.0 * act_bytes(d, rows, as_double(d.expert_ffn) / as_double(d.etp)));
-    act.memory_free = Bytes(keep.expert_inner);
+    // Deferred, FC2's weight gradient still reads the activation's output.
+    act.memory_free = Bytes(now ? keep.expert_inner : keep.expert_inner - keep.expert_act);
     e.compute(act);
     e.compute(gemm_op(l.moe[b][idx(MoeOp::ExpertFc1)], input_grad_shape(g.expert_fc1), OpCategory::Compute, d.act_bytes));
-    sim::Op w1 = gemm_op(l.moe_wgrad[idx(MoeOp::ExpertFc1)], weight_grad_shape(g.expert_fc1), OpCategory::Compute,
-                         d.act_bytes);
-    w1.memory_free = Bytes(keep.dispatched);
-    e.compute(w1);
+    if (now) expert_fc1_weight_grad(e, c, g, keep);
     dispatch(e, c, Phase::Backward, 0.0);
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Permute, OpKind::Elementwise, permute_bytes(d)));
     e.compute(kernel_op(c, Phase::Backward, MoeOp::RouterTopk, OpKind::Softmax, topk_bytes(d)));
     e.compute(gemm_op(l.moe[b][idx(MoeOp::Router)], input_grad_shape(g.router), OpCategory::Compute, d.act_bytes));
-    sim::Op wr = gemm_op(l.moe_wgrad[idx(MoeOp::Router)], weight_grad_shape(g.router), OpCategory::Compute, d.act_bytes);
-    wr.memory_free = Bytes(router_saved(c));
-    e.compute(wr);
+    if (now) router_weight_grad(e, c, g);
     return shared;
+}
+
+void emit_moe_weight_grad(OpEmitter& e, const LayerContext& c) {
+    const MoeGemms g = moe_gemms(c.dims);
+    const MoeActivations keep = moe_activations(c.dims);
+    if (c.dims.shared_ffn > 0) {
+        shared_fc2_weight_grad(e, c, g, keep);
+        shared_fc1_weight_grad(e, c, g);
+    }
+    expert_fc2_weight_grad(e, c, g, keep);
+    expert_fc1_weight_grad(e, c, g, keep);
+    router_weight_grad(e, c, g);
 }
 
 }  // namespace cuboid

@@ -33,6 +33,7 @@ namespace cuboid {
 struct MoeActivations {
     double dispatched = 0.0;  // the expert FC1 input: expert_rows x h
     double expert_inner = 0.0;  // the expert FC1 output and activation output
+    double expert_act = 0.0;    // of which the activation output (expert FC2's input)
     double shared_fc1 = 0.0;  // the shared experts' FC1 output (activation input)
     double shared_act = 0.0;  // and activation output (FC2 input)
     double total() const { return dispatched + expert_inner + shared_fc1 + shared_act; }
@@ -48,7 +49,11 @@ double moe_dispatch_bytes(const LayerDims& d);
 // (bias-dropout-add) finds the combined output ready.
 void emit_moe_forward(OpEmitter& e, const LayerContext& c, Phase ph);
 // Its backward after the bias-dropout-add's; returns the shared experts' input-gradient
-// reduction still in flight (kNoOp: none), which LayerNorm 2's backward waits for.
+// reduction still in flight (kNoOp: none), which LayerNorm 2's backward waits for. Under a split
+// backward (LayerContext::defer_weight_grad) it runs the input gradients only, and
+// emit_moe_weight_grad the weight gradients later (shared FC2 and FC1, expert FC2 and FC1, router,
+// in the backward's order), each releasing what it read.
 std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c);
+void emit_moe_weight_grad(OpEmitter& e, const LayerContext& c);
 
 }  // namespace cuboid

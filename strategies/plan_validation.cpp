@@ -285,9 +285,6 @@ void check_experts(const Checker& c, const Scenario& sc, int replicas) {
               "sub-batches (overlap_chunks > 1) are not modelled for mixture-of-experts layers");
     c.require(p.zero_stage < 3, "parallel.zero_stage",
               "ZeRO-3 (fully sharded weights) is not modelled for mixture-of-experts models; use 0, 1 or 2");
-    c.require(!splits_backward(p.schedule), "parallel.schedule",
-              to_string(p.schedule) + " splits the backward into input- and weight-gradient passes, not modelled for "
-              "mixture-of-experts layers; use 1f1b, interleaved or gpipe");
 }
 
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {

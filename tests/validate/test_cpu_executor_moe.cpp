@@ -162,6 +162,35 @@ TEST_CASE("pipelined and recomputed expert layers reproduce the reference", "[cp
     }
 }
 
+// Zero-bubble schedules: each expert layer's backward as B (the input gradients through the
+// combine, the experts and the dispatch) and a later W (the shared experts', the experts' and the
+// router's weight gradients, which must still reach the expert-data reduction and the optimizer).
+TEST_CASE("expert layers under ZB-H1 and ZB-V's split backward reproduce the reference", "[cpu_executor][moe]") {
+    MoeCase h1{Case{1, 2, 2, Schedule::ZeroBubbleH1}};
+    h1.ep = 2;
+    h1.shared = 1;
+    h1.dense_layers = 1;
+    check_moe(h1);
+    // Tensor and sequence parallelism: the W pass gathers LayerNorm 2's output again for the
+    // shared FC1; expert tensor parallelism splits each expert's weight gradients.
+    MoeCase sp{Case{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::None, true}};
+    sp.ep = 2;
+    sp.shared = 1;
+    check_moe(sp);
+    sp.ep = 1;
+    sp.etp = 2;
+    check_moe(sp);
+    MoeCase recomputed = h1;
+    recomputed.base.recompute = Recompute::Full;
+    recomputed.base.zero = 1;
+    check_moe(recomputed);
+    MoeCase v{Case{1, 2, 2, Schedule::ZeroBubbleV}};
+    v.base.v = 2;
+    v.ep = 2;
+    v.shared = 1;
+    check_moe(v);
+}
+
 TEST_CASE("context parallelism around the experts reproduces the reference", "[cpu_executor][moe]") {
     // Each context rank routes its s/c positions of every sequence; the expert group spans the
     // context group (ring) or the two replicas of a context rank (all-gather, d = 2).
@@ -239,4 +268,38 @@ TEST_CASE("the check fails when an expert layer's recomputation is missing", "[c
     REQUIRE_FALSE(o.run.ok());
     INFO(o.run.error);
     CHECK(o.run.error.find("needs RouteWeights") != std::string::npos);
+}
+
+TEST_CASE("ZB-H1 with experts fails the check without a deferred weight gradient or the W pass's gather",
+          "[cpu_executor][moe]") {
+    // The last stage defers its W passes: without one of its expert, router or shared-expert
+    // weight gradients the layer's backward never completes.
+    MoeCase m{Case{1, 2, 1, Schedule::ZeroBubbleH1}};
+    m.shared = 1;
+    for (const auto& [label, error] :
+         {std::pair{"B.moe.expert_fc2.wgrad", "expert FC2 never computed"},
+          std::pair{"B.moe.expert_fc1.wgrad", "expert FC1 never computed"},
+          std::pair{"B.moe.router.wgrad", "the router never computed"},
+          std::pair{"B.moe.shared_fc1.wgrad", "shared-expert FC1 never computed"}}) {
+        TaggedProgram tp = build(moe_scenario(m));
+        erase_op(tp, 1, first_op(tp, 1, label, true));
+        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        INFO("without " << label << ": " << o.run.error);
+        REQUIRE_FALSE(o.run.ok());
+        CHECK(o.run.error.find(error) != std::string::npos);
+    }
+    // Sequence parallelism: the W pass gathers LayerNorm 2's output again for the shared FC1's
+    // weight gradient; without that gather the GEMM has no input.
+    MoeCase sp{Case{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::None, true}};
+    sp.ep = 2;
+    sp.shared = 1;
+    TaggedProgram tp = build(moe_scenario(sp));
+    const std::uint32_t gather = first_op(tp, 1, "B.moe.shared_fc2.wgrad", true) + 1;  // the op after it
+    const std::string& gathered = tp.program.labels[tp.program.op_lists[1].ops[gather].label];
+    INFO("the op after the shared FC2's weight gradient: " << gathered);
+    REQUIRE(gathered.find("allgather") != std::string::npos);
+    erase_op(tp, 1, gather);
+    const Outcome o = run(sp, &tp, std::chrono::milliseconds(2000));
+    INFO(o.run.error << " worst gradient " << o.agreement.worst);
+    CHECK((!o.run.ok() || o.agreement.worst_of() > 1e-2));
 }

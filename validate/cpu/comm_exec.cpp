@@ -67,7 +67,8 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
 // A mixture-of-experts layer's tensor-parallel collectives, all around its shared experts
 // (strategies/moe_layer.cpp): the forward gathers LayerNorm 2's output after the un-permutation and
 // reduces the shared FC2's partial output; the backward reduces FC1's input gradient and re-gathers
-// LayerNorm 2's output for FC1's weight gradient, both after FC1's input-gradient GEMM.
+// LayerNorm 2's output for FC1's weight gradient, both after FC1's input-gradient GEMM, or under a
+// split backward the W pass re-gathers it after the shared FC2's weight gradient.
 TpBuffers moe_tp_buffers(const OpCode& last, sim::OpKind kind, int layer) {
     const bool gather = kind == sim::OpKind::AllGather;
     if (last.phase != Phase::Backward) {
@@ -75,6 +76,8 @@ TpBuffers moe_tp_buffers(const OpCode& last, sim::OpKind kind, int layer) {
         if (last.moe == MoeOp::SharedFc2 && !gather) return {layer, Field::SharedPartial, Field::SharedRed};
     } else if (last.moe == MoeOp::SharedFc1 && !last.wgrad) {
         return gather ? TpBuffers{layer, Field::Ln2, Field::Ln2Regather} : TpBuffers{layer, Field::DLn2Partial, Field::DLn2};
+    } else if (last.moe == MoeOp::SharedFc2 && last.wgrad && gather) {
+        return {layer, Field::Ln2, Field::Ln2Regather};
     }
     throw std::runtime_error("tensor-parallel collective after a mixture-of-experts kernel that produces no buffer for it");
 }
