@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include "hardware_models/errors.hpp"
 #include "sim/output_file.hpp"
@@ -27,17 +28,21 @@ namespace po = boost::program_options;
 namespace cuboid::cli {
 namespace {
 
-constexpr const char* kUsage =
+// The usage text; `cuboid list`'s topics come from list_topics().
+std::string usage() {
+    return fmt::format(
     "usage: cuboid run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE|-] [--trace FILE] [--no-fold] [--quiet]\n"
     "       cuboid sweep SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--csv FILE|-] [--json FILE|-] [--html FILE] [--top N] [--memory-headroom F] [--no-fold] [--quiet]\n"
-    "       cuboid list gpus|nodes|networks|topologies|models|schedules|recompute|tensor-modes|precisions|keys\n"
+    "       cuboid list {}\n"
     "       cuboid search SCENARIO.yaml [--set KEY=VALUE]... [--threads N] [--top N] [--max-gpus N] [--memory-headroom F] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--html FILE] [--no-fold] [--quiet]\n"
     "       cuboid whatif STUDY.yaml [--threads N] [--time-limit S] [--max-memory GIB] [--csv FILE|-] [--json FILE|-] [--html FILE] [--rank-by time|rented-cost|owned-cost|energy] [--quiet]\n"
     "       cuboid --help | --version\n"
     "\n"
     "Simulates one training iteration of a transformer on a GPU cluster (scenario format:\n"
     "docs/scenario.md). Exit codes: 0 ok, 1 internal error, 2 bad input, 3 plan does not fit in\n"
-    "GPU memory, 4 an output could not be written, 5 a limit stopped a search before any plan fit.\n";
+    "GPU memory, 4 an output could not be written, 5 a limit stopped a search before any plan fit.\n",
+    fmt::join(list_topics(), "|"));
+}
 
 po::options_description visible_options() {
     po::options_description o("options");
@@ -214,7 +219,7 @@ int whatif(const Parsed& p, std::ostream& out, std::ostream& err) {
 
 int dispatch(const Parsed& p, std::ostream& out, std::ostream& err) {
     if (p.vm.count("help")) {
-        out << kUsage << "\n" << visible_options();
+        out << usage() << "\n" << visible_options();
         return kExitOk;
     }
     if (p.vm.count("version")) {
@@ -248,7 +253,7 @@ int cuboid_main(const std::vector<std::string>& args, std::ostream& out, std::os
         fmt::print(err, "cuboid: error: {}\n", e.what());
         return kExitBadInput;
     } catch (const po::error& e) {
-        fmt::print(err, "cuboid: error: {}\n{}", e.what(), kUsage);
+        fmt::print(err, "cuboid: error: {}\n{}", e.what(), usage());
         return kExitBadInput;
     } catch (const std::exception& e) {
         fmt::print(err, "cuboid: internal error (please report): {}\n", e.what());
