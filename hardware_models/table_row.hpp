@@ -1,5 +1,5 @@
 // The row of a descriptor table (a span of rows, each with a `value` member) for one value: the
-// one lookup of cuboid's tables of kinds (schedules, context modes, topologies).
+// one lookup of cuboid's tables of kinds (schedules, context modes, tensor modes, topologies).
 #pragma once
 
 #include <span>
