@@ -109,43 +109,21 @@ void shared_forward(OpEmitter& e, const LayerContext& c, Phase ph, const MoeGemm
     e.wait_for(emit_tp_collective(e, c, ph, d.sp ? OpKind::ReduceScatter : OpKind::AllReduce, out));
 }
 
-// The shared experts' weight gradients: FC2's releases its input (the activation's output); FC1's,
-// under sequence parallelism, reads LayerNorm 2's output gathered again.
-void shared_fc2_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
-    sim::Op w2 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc2)], weight_grad_shape(g.shared_fc2), OpCategory::Compute,
-                         c.dims.act_bytes);
-    w2.memory_free = Bytes(keep.shared_act);
-    e.compute(w2);
+// One weight-gradient GEMM of the expert layer, releasing `frees` bytes: the input it read, when
+// nothing after it reads that input (the shared FC2's activation output, the experts' dispatched
+// copies, the router's saved input; the experts' activation output only under a split backward,
+// else the activation's backward releases it with FC1's output).
+void weight_grad(OpEmitter& e, const LayerContext& c, MoeOp op, const sim::GemmShape& g, double frees) {
+    sim::Op w = gemm_op(c.labels->moe_wgrad[idx(op)], weight_grad_shape(g), OpCategory::Compute, c.dims.act_bytes);
+    w.memory_free = Bytes(frees);
+    e.compute(w);
 }
 
+// The shared FC1's weight gradient reads LayerNorm 2's output, under sequence parallelism gathered
+// again.
 void shared_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g) {
     if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
-    e.compute(gemm_op(c.labels->moe_wgrad[idx(MoeOp::SharedFc1)], weight_grad_shape(g.shared_fc1), OpCategory::Compute,
-                      c.dims.act_bytes));
-}
-
-// The routed experts' and the router's weight gradients, each releasing the input it read: FC2's
-// the activation's output (under a split backward only; else the activation's backward releases
-// it with FC1's output), FC1's the dispatched copies, the router's its saved input.
-void expert_fc2_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
-    sim::Op w2 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::ExpertFc2)], weight_grad_shape(g.expert_fc2), OpCategory::Compute,
-                         c.dims.act_bytes);
-    if (c.defer_weight_grad) w2.memory_free = Bytes(keep.expert_act);
-    e.compute(w2);
-}
-
-void expert_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
-    sim::Op w1 = gemm_op(c.labels->moe_wgrad[idx(MoeOp::ExpertFc1)], weight_grad_shape(g.expert_fc1), OpCategory::Compute,
-                         c.dims.act_bytes);
-    w1.memory_free = Bytes(keep.dispatched);
-    e.compute(w1);
-}
-
-void router_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms& g) {
-    sim::Op wr = gemm_op(c.labels->moe_wgrad[idx(MoeOp::Router)], weight_grad_shape(g.router), OpCategory::Compute,
-                         c.dims.act_bytes);
-    wr.memory_free = Bytes(router_saved(c));
-    e.compute(wr);
+    weight_grad(e, c, MoeOp::SharedFc1, g.shared_fc1, 0.0);
 }
 
 // The shared experts' backward; returns FC1's input-gradient reduction, in flight.
@@ -155,7 +133,7 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
     if (d.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
     e.compute(gemm_op(c.labels->moe[b][idx(MoeOp::SharedFc2)], input_grad_shape(g.shared_fc2), OpCategory::Compute,
                       d.act_bytes));
-    if (!c.defer_weight_grad) shared_fc2_weight_grad(e, c, g, keep);
+    if (!c.defer_weight_grad) weight_grad(e, c, MoeOp::SharedFc2, g.shared_fc2, keep.shared_act);
     const double inner = as_double(d.shared_ffn) / as_double(d.t);
     sim::Op act = memory_op(OpKind::Activation, c.labels->moe[b][idx(MoeOp::SharedAct)],
                             2.0 * act_bytes(d, as_double(d.tokens()), inner), OpCategory::Compute);
@@ -237,7 +215,7 @@ std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Unpermute, OpKind::Elementwise, permute_bytes(d)));
     combine(e, c, Phase::Backward, 0.0);
     e.compute(gemm_op(l.moe[b][idx(MoeOp::ExpertFc2)], input_grad_shape(g.expert_fc2), OpCategory::Compute, d.act_bytes));
-    if (now) expert_fc2_weight_grad(e, c, g, keep);
+    if (now) weight_grad(e, c, MoeOp::ExpertFc2, g.expert_fc2, 0.0);
     const double rows = as_double(d.expert_rows());
     sim::Op act = kernel_op(c, Phase::Backward, MoeOp::ExpertAct, OpKind::Activation,
                             2.0 * act_bytes(d, rows, as_double(d.expert_ffn) / as_double(d.etp)));
@@ -245,12 +223,12 @@ std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {
     act.memory_free = Bytes(now ? keep.expert_inner : keep.expert_inner - keep.expert_act);
     e.compute(act);
     e.compute(gemm_op(l.moe[b][idx(MoeOp::ExpertFc1)], input_grad_shape(g.expert_fc1), OpCategory::Compute, d.act_bytes));
-    if (now) expert_fc1_weight_grad(e, c, g, keep);
+    if (now) weight_grad(e, c, MoeOp::ExpertFc1, g.expert_fc1, keep.dispatched);
     dispatch(e, c, Phase::Backward, 0.0);
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Permute, OpKind::Elementwise, permute_bytes(d)));
     e.compute(kernel_op(c, Phase::Backward, MoeOp::RouterTopk, OpKind::Softmax, topk_bytes(d)));
     e.compute(gemm_op(l.moe[b][idx(MoeOp::Router)], input_grad_shape(g.router), OpCategory::Compute, d.act_bytes));
-    if (now) router_weight_grad(e, c, g);
+    if (now) weight_grad(e, c, MoeOp::Router, g.router, router_saved(c));
     return shared;
 }
 
@@ -258,12 +236,12 @@ void emit_moe_weight_grad(OpEmitter& e, const LayerContext& c) {
     const MoeGemms g = moe_gemms(c.dims);
     const MoeActivations keep = moe_activations(c.dims);
     if (c.dims.shared_ffn > 0) {
-        shared_fc2_weight_grad(e, c, g, keep);
+        weight_grad(e, c, MoeOp::SharedFc2, g.shared_fc2, keep.shared_act);
         shared_fc1_weight_grad(e, c, g);
     }
-    expert_fc2_weight_grad(e, c, g, keep);
-    expert_fc1_weight_grad(e, c, g, keep);
-    router_weight_grad(e, c, g);
+    weight_grad(e, c, MoeOp::ExpertFc2, g.expert_fc2, keep.expert_act);
+    weight_grad(e, c, MoeOp::ExpertFc1, g.expert_fc1, keep.dispatched);
+    weight_grad(e, c, MoeOp::Router, g.router, router_saved(c));
 }
 
 }  // namespace cuboid
