@@ -4,7 +4,7 @@
 
 namespace cuboid {
 
-std::vector<GroupFamily> group_families(const Layout& l, bool parameter_gathers) {
+std::vector<GroupFamily> group_families(const Layout& l, bool parameter_gathers, bool expert_gathers) {
     const RankGrid grid = l.grid();
     std::vector<GroupFamily> out;
     const auto add = [&](std::uint16_t slot, const RankGrid& g, std::vector<std::string_view> varying,
@@ -32,6 +32,9 @@ std::vector<GroupFamily> group_families(const Layout& l, bool parameter_gathers)
         add(slot::kExpert, experts, {axis::kExpert}, &Labels::group_ep);
         add(slot::kExpertTensor, experts, {axis::kExpertTensor}, &Labels::group_etp);
         add(slot::kExpertData, experts, {axis::kExpertData}, &Labels::group_edp);
+        // ZeRO-3's gathers of the experts' shards, on the parameter-gather stream: a copy of the
+        // expert-data groups of their own, as for the shard groups above.
+        if (expert_gathers) add(slot::kExpertDataGather, experts, {axis::kExpertData}, &Labels::group_edp);
     }
     // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
     if (l.multi_axis_mesh()) {

@@ -56,7 +56,10 @@ inline constexpr bool way_back(std::uint16_t s) {
 inline constexpr std::uint16_t kExpert = 18;
 inline constexpr std::uint16_t kExpertTensor = 19;
 inline constexpr std::uint16_t kExpertData = 20;
-inline constexpr int kCount = 21;
+// ZeRO-3's all-gathers of the routed experts' shards: the expert-data group in a copy of its own,
+// as kShardGather is of the shard group. Aliases kTensor otherwise.
+inline constexpr std::uint16_t kExpertDataGather = 21;
+inline constexpr int kCount = 22;
 
 inline constexpr std::uint16_t tensor_axis(int axis) {
     return static_cast<std::uint16_t>(kTensorAxis0 + axis);

@@ -139,6 +139,9 @@ Labels intern_labels(sim::Program& p) {
     l.offload_d2h = p.intern("offload.grads_to_host");
     l.optimizer_host = p.intern("optimizer.host");
     l.offload_h2d = p.intern("offload.weights_to_device");
+    l.fsdp_expert_gather_f = p.intern("F.fsdp.expert_allgather");
+    l.fsdp_expert_gather_b = p.intern("B.fsdp.expert_allgather");
+    l.fsdp_expert_reduce_scatter = p.intern("B.fsdp.expert_reducescatter");
     return l;
 }
 

@@ -93,6 +93,10 @@ struct Labels {
     std::uint32_t mtp_embed_b = 0, mtp_norm_b = 0, mtp_proj_dgrad = 0, mtp_proj_wgrad = 0;
     // The optimizer step on the host: the gradient shard's copy out, Adam, the weights' copy back.
     std::uint32_t offload_d2h = 0, optimizer_host = 0, offload_h2d = 0;
+    // ZeRO-3 of the routed experts (training_state.hpp experts_fully_sharded): the all-gather of
+    // an expert layer's expert shards over the expert-data group before its forward and before
+    // its backward, and the reduce-scatter of their gradient after each backward.
+    std::uint32_t fsdp_expert_gather_f = 0, fsdp_expert_gather_b = 0, fsdp_expert_reduce_scatter = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

@@ -283,8 +283,13 @@ void check_experts(const Checker& c, const Scenario& sc, int replicas) {
               "mixture-of-experts layers are modelled with 1d tensor parallelism (got " + to_string(p.tensor_mode) + ")");
     c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
               "sub-batches (overlap_chunks > 1) are not modelled for mixture-of-experts layers");
-    c.require(p.zero_stage < 3, "parallel.zero_stage",
-              "ZeRO-3 (fully sharded weights) is not modelled for mixture-of-experts models; use 0, 1 or 2");
+    // ZeRO-3 shards the routed experts over the expert-data group (experts_fully_sharded); hybrid
+    // sharding would need the experts' own shard and copy groups, which are not modelled.
+    const int sg = p.shard_group;
+    c.require(p.zero_stage < 3 || sg == 0 || sg == replicas, "parallel.shard_group",
+              "hybrid sharding (a shard group smaller than " + to_string(replicas) +
+                  ") is not modelled for mixture-of-experts models (the experts' own shard and copy groups); "
+                  "leave it unset or set it to " + to_string(replicas));
 }
 
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {

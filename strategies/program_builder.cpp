@@ -46,16 +46,25 @@ double pipeline_buffer_bytes(const Layout& l, const LayerDims& d) {
 
 // ZeRO-3's working buffers of one stage (bytes): the gathered weights of two units (the one
 // computing and the one prefetched) and the unsharded gradient of one unit before its
-// reduce-scatter, sized by the stage's largest unit (a layer, the embedding, the head).
+// reduce-scatter, sized by the stage's largest unit (a layer, the embedding, the head). An expert
+// layer's unit holds the parts that are sharded: its dense weights (over the shard group) and
+// its routed experts (over the expert-data group).
 struct GatherBuffers {
     double weights = 0.0, grads = 0.0;
 };
 GatherBuffers gather_buffers(const Scenario& sc, const Layout& l, int stage) {
-    if (!fully_sharded(sc.parallel.zero_stage, l)) return {};
+    const bool dense = fully_sharded(sc.parallel.zero_stage, l);
+    const bool experts = experts_fully_sharded(sc.parallel.zero_stage, l);
+    if (!dense && !experts) return {};
     const ModelSpec& m = sc.model;
-    double unit = layer_parameter_count_per_rank(m, l.tensor);
-    if (stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
-    if (stage == l.head_stage()) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.tied_pipeline()));
+    double unit = m.moe() ? 0.0 : layer_parameter_count_per_rank(m, l.tensor);
+    for (int chunk = 0; chunk < l.virtual_stages && m.moe(); ++chunk)
+        for (int i = 0; i < l.layers_of(stage, chunk); ++i) {
+            const LayerParameters p = layer_parameters(m, l.first_layer_of(stage, chunk) + i, l.tensor, l.expert, l.expert_tensor);
+            unit = std::max(unit, (dense ? p.dense : 0.0) + (experts ? p.expert : 0.0));
+        }
+    if (dense && stage == 0) unit = std::max(unit, embedding_parameters_per_rank(m, l.tensor));
+    if (dense && stage == l.head_stage()) unit = std::max(unit, head_parameters_per_rank(m, l.tensor, l.tied_pipeline()));
     const StateBytesPerParam state = state_bytes_per_param(sc.training);
     return {2.0 * unit * state.weight, unit * state.grad};
 }
@@ -198,7 +207,8 @@ sim::Program build_stages(const Scenario& sc, const Layout& l, const std::vector
     const Labels labels = intern_labels(program);
     // The embedding's copy on the last stage (GPT's tied output matrix, or multi-token prediction's
     // lookups) all-reduces its gradient with the first stage's.
-    build_groups(program, l, labels, !sc.model.swiglu || sc.model.mtp_layers > 0, fully_sharded(sc.parallel.zero_stage, l));
+    build_groups(program, l, labels, !sc.model.swiglu || sc.model.mtp_layers > 0, fully_sharded(sc.parallel.zero_stage, l),
+                 experts_fully_sharded(sc.parallel.zero_stage, l));
     const LayerContext layer = base_layer(sc, l, labels);
     const std::size_t layer_ops = ops_per_layer(layer);
     program.op_lists.resize(static_cast<std::size_t>(l.pipeline));

@@ -35,7 +35,8 @@ int prev_stage(const Layout& l, int stage) {
     return (l.virtual_stages > 1 && !l.v_shape && l.pipeline > 1) ? l.pipeline - 1 : -1;
 }
 
-void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool tied_embedding, bool parameter_gathers) {
+void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool tied_embedding, bool parameter_gathers,
+                  bool expert_gathers) {
     const int t = l.tensor, d = l.data, pp = l.pipeline;
     const auto at = [&](int a, int b, int c, int nb, int nc) {
         return static_cast<std::size_t>((a * nb + b) * nc + c);
@@ -45,7 +46,7 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     std::vector<std::vector<std::uint32_t>> slots(gpus);
     for (std::size_t r = 0; r < gpus; ++r) slots[r].assign(slot::kCount, 0);
     std::vector<bool> filled(slot::kCount, false);
-    for (const GroupFamily& family : group_families(l, parameter_gathers)) {
+    for (const GroupFamily& family : group_families(l, parameter_gathers, expert_gathers)) {
         RankGrid::Partition part = family.grid.partition(family.varying);
         const auto first = static_cast<Index>(p.groups.size());
         for (std::vector<std::uint32_t>& ranks : part.groups) add_group(p, std::move(ranks), labels.*family.label);

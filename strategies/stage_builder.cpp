@@ -1,6 +1,7 @@
 #include "strategies/stage_builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "strategies/edge_ops.hpp"
@@ -55,9 +56,10 @@ public:
         }
         e_.set_context(OpTag{});
         const std::uint32_t synced = sync_partial_gradients();
-        if (!plan_.dp_overlap && !fully_sharded()) {
-            reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
-            reduce_expert_gradients(total_expert_params(), synced == kNoOp ? e_.last_compute() : synced);
+        if (!plan_.dp_overlap) {
+            if (!fully_sharded()) reduce_gradients(total_params(), synced == kNoOp ? e_.last_compute() : synced);
+            if (!experts_sharded())
+                reduce_expert_gradients(total_expert_params(), synced == kNoOp ? e_.last_compute() : synced);
         }
         // After the data stream's reductions, before the step; under ZeRO-3 each copy of the
         // embedding holds the same shard, so the shard is what the two stages sum.
@@ -85,6 +87,14 @@ private:
     int global_layer(int chunk, int i) const { return l_.first_layer_of(plan_.stage, chunk) + i; }
     // ZeRO-3 over more than one rank: weights gathered per unit, gradients reduce-scattered per unit.
     bool fully_sharded() const { return cuboid::fully_sharded(plan_.zero_stage, l_); }
+    // The same for the routed experts, over the expert-data group.
+    bool experts_sharded() const { return cuboid::experts_fully_sharded(plan_.zero_stage, l_); }
+    // The bytes ZeRO-3 gathers before a unit's pass: its dense weights over the shard group, its
+    // routed experts over the expert-data group (0 when that part is not sharded).
+    double dense_gather_params(int unit) const { return fully_sharded() ? unit_params(unit) : 0.0; }
+    double expert_gather_params(int unit) const {
+        return experts_sharded() && unit >= 0 ? expert_params(unit) : 0.0;
+    }
     // Ranks the optimizer state (ZeRO >= 1) is sharded over.
     int state_shards() const { return plan_.zero_stage >= 1 ? l_.shard_size() : 1; }
 
@@ -107,60 +117,82 @@ private:
     // ZeRO-3's parameter all-gathers over one pass of a chunk, one unit ahead: the gather of unit
     // i+1 starts once unit i-1's compute is done (FSDP's forward and backward prefetch of one
     // unit; the gathered copy of a unit is freed after its pass), and unit i's first kernel waits
-    // for its own gather. Gathers sit on their own stream (stream::kParamGather). Without ZeRO-3
-    // nothing is emitted.
+    // for its own gather. Gathers sit on their own stream (stream::kParamGather): a unit's dense
+    // weights over the shard group, then its routed experts' shards over the expert-data group.
+    // Without ZeRO-3 nothing is emitted.
     class UnitGathers {
     public:
-        UnitGathers(StageBuilder& b, const PipelineStep& st, std::uint32_t label, std::vector<int> units)
-            : b_(b), st_(st), label_(label) {
+        UnitGathers(StageBuilder& b, const PipelineStep& st, bool forward, std::vector<int> units)
+            : b_(b), st_(st), label_(forward ? b.labels_.fsdp_gather_f : b.labels_.fsdp_gather_b),
+              expert_label_(forward ? b.labels_.fsdp_expert_gather_f : b.labels_.fsdp_expert_gather_b) {
             for (int u : units)
-                if (b_.unit_params(u) > 0.0) units_.push_back(u);
-            if (b_.fully_sharded() && !units_.empty()) issue(0);
+                if (b_.dense_gather_params(u) > 0.0 || b_.expert_gather_params(u) > 0.0) units_.push_back(u);
+            if (!units_.empty()) issue(0);
         }
         void before(int unit) {
-            if (!b_.fully_sharded()) return;
             if (next_ >= units_.size() || units_[next_] != unit) return;  // not a unit of this pass
-            const std::uint32_t mine = issued_.back();
+            const std::array<std::uint32_t, 2> mine = issued_.back();
             if (next_ + 1 < units_.size()) issue(next_ + 1);
             ++next_;
-            b_.e_.wait_for(mine);
+            for (std::uint32_t op : mine)
+                if (op != kNoOp) b_.e_.wait_for(op);
         }
 
     private:
         void issue(std::size_t i) {
             const OpTag saved = b_.e_.context();
             b_.e_.set_context(OpTag{units_[i], st_.micro, st_.chunk, -1});
-            const double bytes = b_.unit_params(units_[i]) * b_.plan_.weight_bytes_per_param;
-            issued_.push_back(b_.e_.comm(comm_op(OpKind::AllGather, label_, bytes, stream::kParamGather,
-                                                 slot::kShardGather, comm_class::kData),
-                                         b_.e_.last_compute()));
+            std::array<std::uint32_t, 2> ops{kNoOp, kNoOp};
+            const double dense = b_.dense_gather_params(units_[i]), experts = b_.expert_gather_params(units_[i]);
+            const std::uint32_t after = b_.e_.last_compute();
+            if (dense > 0.0)
+                ops[0] = b_.e_.comm(comm_op(OpKind::AllGather, label_, dense * b_.plan_.weight_bytes_per_param,
+                                            stream::kParamGather, slot::kShardGather, comm_class::kData),
+                                    after);
+            if (experts > 0.0)
+                ops[1] = b_.e_.comm(comm_op(OpKind::AllGather, expert_label_, experts * b_.plan_.weight_bytes_per_param,
+                                            stream::kParamGather, slot::kExpertDataGather, comm_class::kData),
+                                    after);
+            issued_.push_back(ops);
             b_.e_.set_context(saved);
         }
         StageBuilder& b_;
         const PipelineStep& st_;
-        std::uint32_t label_;
+        std::uint32_t label_, expert_label_;
         std::vector<int> units_;
-        std::vector<std::uint32_t> issued_;
+        std::vector<std::array<std::uint32_t, 2>> issued_;  // per issued unit: its dense and expert gathers
         std::size_t next_ = 0;  // the unit whose compute comes next
     };
 
     // ZeRO-3: the reduce-scatter of a unit's gradient over the shard group right after its
     // backward, every micro-batch (the full gradient is not kept between micro-batches, FSDP's
     // default with gradient accumulation); under hybrid sharding the accumulated shard is then
-    // all-reduced between the copies after the last micro-batch.
-    void reduce_unit(const PipelineStep& st, int unit, double params, bool final_pass) {
-        if (!fully_sharded() || params <= 0.0) return;
+    // all-reduced between the copies after the last micro-batch. The routed experts' gradient
+    // (`experts`, when they are sharded) is reduce-scattered over the expert-data group after it.
+    void reduce_unit(const PipelineStep& st, int unit, double params, double experts, bool final_pass) {
+        const bool dense = fully_sharded() && params > 0.0, expert = experts_sharded() && experts > 0.0;
+        if (!dense && !expert) return;
         const OpTag saved = e_.context();
         e_.set_context(OpTag{unit, st.micro, st.chunk, -1});
-        const double bytes = params * plan_.grad_bytes_per_param;
-        std::uint32_t done = e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_reduce_scatter, bytes,
-                                             stream::kDataComm, slot::kShard, comm_class::kData),
-                                     e_.last_compute());
-        if (final_pass && l_.hybrid_sharding())
-            done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
-                                   stream::kDataComm, slot::kReplica, comm_class::kData),
-                           done);
-        if (final_pass) reductions_.push_back(done);
+        if (dense) {
+            const double bytes = params * plan_.grad_bytes_per_param;
+            std::uint32_t done = e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_reduce_scatter, bytes,
+                                                 stream::kDataComm, slot::kShard, comm_class::kData),
+                                         e_.last_compute());
+            if (final_pass && l_.hybrid_sharding())
+                done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
+                                       stream::kDataComm, slot::kReplica, comm_class::kData),
+                               done);
+            if (final_pass) reductions_.push_back(done);
+        }
+        if (expert) {
+            const std::uint32_t done =
+                e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_expert_reduce_scatter,
+                                experts * plan_.grad_bytes_per_param, stream::kDataComm, slot::kExpertData,
+                                comm_class::kData),
+                        e_.last_compute());
+            if (final_pass) reductions_.push_back(done);
+        }
         e_.set_context(saved);
     }
 
@@ -271,7 +303,7 @@ private:
         const bool fc = st.pass == Pass::ForwardCkpt;
         pre_checkpointed_[static_cast<std::size_t>(st.micro)] = fc ? 1 : 0;
         if (const Peer from = input_from(st.chunk); from != Peer::None) receive(labels_.recv_act, act_from_slot(from));
-        UnitGathers gathers(*this, st, labels_.fsdp_gather_f, forward_units(st.chunk));
+        UnitGathers gathers(*this, st, true, forward_units(st.chunk));
         if (first) {
             gathers.before(OpTag::kEmbeddingUnit);
             emit_embedding_forward(e_, plan_.layer);
@@ -308,7 +340,7 @@ private:
         std::vector<int> units;
         for (int i = 0; i < n; ++i)
             if (pre_checkpointed(base + i)) units.push_back(l_.first_layer_of(plan_.stage, st.chunk) + i);
-        UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
+        UnitGathers gathers(*this, st, false, units);
         for (int i = 0; i < n; ++i) {
             if (!pre_checkpointed(base + i)) continue;
             gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
@@ -338,7 +370,7 @@ private:
         GradientFlow(StageBuilder& b, const PipelineStep& st)
             : b_(b), st_(st), final_pass_(++b.backwards_done_[static_cast<std::size_t>(st.chunk)] == b.l_.micro_batches),
               bucketed_(final_pass_ && b.plan_.dp_overlap && b.data_parallel() && !b.fully_sharded()),
-              experts_bucketed_(final_pass_ && b.plan_.dp_overlap && b.expert_data_parallel()) {}
+              experts_bucketed_(final_pass_ && b.plan_.dp_overlap && b.expert_data_parallel() && !b.experts_sharded()) {}
         // `experts`: the unit's routed-expert parameters, bucketed apart (Megatron-Core's DDP keeps
         // the expert-parallel parameters in buffers of their own, reduced over the expert-data group).
         void done(int unit, double params, double experts = 0.0) {
@@ -352,7 +384,7 @@ private:
                 b_.reduce_expert_gradients(expert_bucket_, b_.e_.last_compute());
                 expert_bucket_ = 0.0;
             }
-            b_.reduce_unit(st_, unit, params, final_pass_);
+            b_.reduce_unit(st_, unit, params, experts, final_pass_);
         }
         void finish() {
             if (bucketed_ && bucket_ > 0.0) b_.reduce_gradients(bucket_, b_.e_.last_compute());
@@ -379,7 +411,7 @@ private:
             receive(labels_.recv_grad, grad_from_slot(to));
         std::vector<int> units = forward_units(chunk);
         std::reverse(units.begin(), units.end());
-        UnitGathers gathers(*this, st, labels_.fsdp_gather_b, units);
+        UnitGathers gathers(*this, st, false, units);
         if (last) {
             gathers.before(OpTag::kHeadUnit);
             for (int k = 0; k < plan_.mtp_layers; ++k) {  // the deepest module first

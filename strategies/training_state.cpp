@@ -106,8 +106,8 @@ StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int s
         }
     }
     if (stage == 0) p.dense += embedding_parameters_per_rank(m, l.tensor);
-    if (stage == l.pipeline - 1) {
-        p.dense += head_parameters_per_rank(m, l.tensor, l.pipeline);
+    if (stage == l.head_stage()) {  // the last stage, or the first under ZB-V's V placement
+        p.dense += head_parameters_per_rank(m, l.tensor, l.tied_pipeline());
         p.expert += mtp_parameters(m, l.tensor, l.expert, l.expert_tensor).expert;
     }
     return p;

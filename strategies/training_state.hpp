@@ -78,6 +78,14 @@ StateBytesPerParam sharded_state_bytes_per_param(const TrainingSpec& t, int zero
 // ZeRO-3 over more than one rank: the weights are gathered per unit (layer, embedding, head) and
 // the gradients reduce-scattered per unit (stage_builder.cpp).
 inline bool fully_sharded(int zero_stage, const Layout& l) { return zero_stage == 3 && l.shard_size() > 1; }
+// ZeRO-3 of a mixture-of-experts model whose experts have more than one copy per stage: each
+// expert layer's routed experts (the rank's experts/ep, each split etp ways) are sharded over the
+// expert-data group, gathered over it per unit and reduce-scattered over it per unit, as the rest
+// of the layer is over the shard group (Megatron-FSDP and torchtitan's FSDP2 shard the experts
+// over the expert-data dimension).
+inline bool experts_fully_sharded(int zero_stage, const Layout& l) {
+    return zero_stage == 3 && l.experts && l.expert_data() > 1;
+}
 
 // Resident bytes: params * sharded_state_bytes_per_param(...).total().
 Bytes resident_state_bytes(double params, sim::Precision p, int zero_stage, int data);

@@ -220,6 +220,23 @@ TEST_CASE("expert parallelism: each rank keeps experts/(ep*etp) of the experts' 
     CHECK(layer_parameters(one.model, 0, 1, 4, 2).expert == Approx(layer_parameters(one.model, 0, 1).expert / 8));
 }
 
+TEST_CASE("expert parallelism: the head's parameters are on the stage that holds the head (ZB-V: the first)") {
+    for (const Schedule schedule : {Schedule::OneFOneB, Schedule::ZeroBubbleV}) {
+        Scenario sc = moe_plan(1, 2, 2, 2, 1);
+        sc.parallel.schedule = schedule;
+        sc.parallel.virtual_stages = schedule == Schedule::ZeroBubbleV ? 2 : 1;
+        const Layout l = validate_plan(sc);
+        const StageParameters first = stage_parameter_split(sc.model, l, 0), last = stage_parameter_split(sc.model, l, 1);
+        const double embedding = embedding_parameters_per_rank(sc.model, 1);
+        const double head = head_parameters_per_rank(sc.model, 1, l.tied_pipeline());
+        INFO(to_string(schedule));
+        // Both stages hold two of the four layers: only the model's ends differ.
+        CHECK(first.expert == Approx(last.expert));
+        if (schedule == Schedule::ZeroBubbleV) CHECK(first.dense - last.dense == Approx(embedding + head));
+        else CHECK(first.dense - last.dense == Approx(embedding - head));
+    }
+}
+
 TEST_CASE("expert parallelism: the dispatched tokens' activations and the dispatch buffer") {
     Scenario sc = moe_plan(1, 1, 8, 4, 1);
     LayerDims d = LayerDims::make(sc.model, 1, 1, false, sc.training.precision);
@@ -329,9 +346,10 @@ TEST_CASE("expert parallelism: plans it cannot run are refused at their key") {
     Scenario no_sp = moe_plan(2, 1, 4, 4, 1);
     no_sp.parallel.sequence_parallel = false;
     refused(no_sp, "parallel.sequence_parallel", "sequence parallelism");
-    Scenario zero3 = moe_plan(1, 1, 8, 4, 1);
-    zero3.parallel.zero_stage = 3;
-    refused(zero3, "parallel.zero_stage", "ZeRO-3");
+    Scenario hybrid = moe_plan(1, 1, 8, 4, 1);
+    hybrid.parallel.zero_stage = 3;
+    hybrid.parallel.shard_group = 4;  // ZeRO-3 is modelled for experts, hybrid sharding of them is not
+    refused(hybrid, "parallel.shard_group", "hybrid sharding");
     Scenario topk = moe_plan(1, 1, 8, 4, 1);
     topk.model.experts_per_token = 9;
     refused(topk, "model.experts_per_token", "at most the 8 experts");

@@ -30,6 +30,19 @@ Scenario zero3(int p, int d, int shard_group) {
     return sc;
 }
 
+// A mixture-of-experts model (4 experts, top-2, one leading dense layer) under ZeRO-3 with
+// expert degree `ep`: the dense parts sharded over the d data ranks, the routed experts over the
+// d / ep expert-data ranks.
+Scenario zero3_experts(int p, int d, int ep) {
+    Scenario sc = zero3(p, d, 0);
+    sc.model.experts = 4;
+    sc.model.experts_per_token = 2;
+    sc.model.expert_ffn_hidden = 128;
+    sc.model.dense_layers = 1;
+    sc.parallel.expert = ep;
+    return sc;
+}
+
 std::map<std::string, double> bytes_by_label(const sim::Program& p, std::size_t list) {
     std::map<std::string, double> out;
     for (const sim::Op& op : p.op_lists[list].ops) out[p.labels[op.label]] += op.bytes.value;
@@ -58,6 +71,44 @@ TEST_CASE("ZeRO 3: every unit gathered before each forward and backward, reduce-
             else CHECK(got.at("fsdp.replica_allreduce") == Approx(params * state.grad / shard));
         }
     }
+}
+
+TEST_CASE("ZeRO 3 of an expert model: dense parts over the shard group, routed experts over the expert-data group") {
+    const Scenario sc = zero3_experts(2, 4, 2);
+    const Layout l = validate_plan(sc);
+    REQUIRE(l.expert_data() == 2);
+    const sim::Program prog = build_program(sc, l);
+    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    for (int stage = 0; stage < 2; ++stage) {
+        const StageParameters params = stage_parameter_split(sc.model, l, stage);
+        REQUIRE(params.expert > 0.0);
+        const auto got = bytes_by_label(prog, static_cast<std::size_t>(stage));
+        INFO("stage " << stage);
+        CHECK(got.at("F.fsdp.allgather") == Approx(kMicro * params.dense * state.weight));
+        CHECK(got.at("B.fsdp.allgather") == Approx(kMicro * params.dense * state.weight));
+        CHECK(got.at("B.fsdp.reducescatter") == Approx(kMicro * params.dense * state.grad));
+        CHECK(got.at("F.fsdp.expert_allgather") == Approx(kMicro * params.expert * state.weight));
+        CHECK(got.at("B.fsdp.expert_allgather") == Approx(kMicro * params.expert * state.weight));
+        CHECK(got.at("B.fsdp.expert_reducescatter") == Approx(kMicro * params.expert * state.grad));
+        // Neither ZeRO-1/2's expert reduction nor its gather after the step.
+        CHECK(got.count("edp.reducescatter") == 0);
+        CHECK(got.count("edp.allreduce") == 0);
+        CHECK(got.count("edp.allgather") == 0);
+    }
+    // The experts' gathers run on the expert-data group's own copy: the same members.
+    for (std::uint32_t r = 0; r < prog.ranks.size(); ++r) {
+        const auto& gather = prog.ranks[r].groups[slot::kExpertDataGather];
+        const auto& reduce = prog.ranks[r].groups[slot::kExpertData];
+        CHECK(gather != reduce);
+        CHECK(prog.groups[gather].ranks == prog.groups[reduce].ranks);
+        CHECK(prog.groups[gather].ranks.size() == 2);
+    }
+    // Without expert-data replicas (ep = d) the experts are not sharded: no expert gathers.
+    const Scenario whole = zero3_experts(1, 4, 4);
+    const auto got = bytes_by_label(build_program(whole, validate_plan(whole)), 0);
+    CHECK(got.count("F.fsdp.expert_allgather") == 0);
+    CHECK(got.count("B.fsdp.expert_reducescatter") == 0);
+    CHECK(got.count("F.fsdp.allgather") == 1);
 }
 
 TEST_CASE("ZeRO 3 hybrid sharding: shard groups of consecutive data ranks, copies across them") {
@@ -94,6 +145,19 @@ TEST_CASE("ZeRO 3 memory: the state divided by the shard size plus two gathered 
     }
 }
 
+TEST_CASE("ZeRO 3 memory of an expert model: experts divided by the expert-data group, their largest unit gathered") {
+    const Scenario sc = zero3_experts(1, 4, 2);
+    const Layout l = validate_plan(sc);
+    const StageParameters params = stage_parameter_split(sc.model, l, 0);
+    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    double unit = std::max(embedding_parameters_per_rank(sc.model, 1), head_parameters_per_rank(sc.model, 1, 1));
+    for (int g = 0; g < sc.model.layers; ++g) unit = std::max(unit, layer_parameters(sc.model, g, 1, 2, 1).total());
+    const ResidentMemory r = stage_resident_memory(sc, l, 0);
+    CHECK(r.weights_bytes == Approx(params.dense * state.weight / 4 + params.expert * state.weight / 2 + 2.0 * unit * state.weight));
+    CHECK(r.gradients_bytes == Approx(params.dense * state.grad / 4 + params.expert * state.grad / 2 + unit * state.grad));
+    CHECK(r.optimizer_state_bytes == Approx(params.dense * state.optimizer / 4 + params.expert * state.optimizer / 2));
+}
+
 TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
     const auto hardware = hw::Hardware::build(zero3(2, 4, 0).cluster, hw::Catalog::load_builtin());
     for (int shard : {0, 2}) {
@@ -109,6 +173,16 @@ TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
         CHECK(a.fingerprint == b.fingerprint);
         CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
     }
+    const Scenario experts = zero3_experts(2, 4, 2);
+    RunOptions full;
+    full.hardware = hardware;
+    RunOptions folded = full;
+    folded.fold = true;
+    const RunResult a = run_scenario(experts, full), b = run_scenario(experts, folded);
+    CHECK(b.sim_fold_factor > 1.0);
+    CHECK(a.iteration_time_s == b.iteration_time_s);
+    CHECK(a.fingerprint == b.fingerprint);
+    CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
 }
 
 // The simulator matches the k-th collective of a group across its members whatever the order in
@@ -118,6 +192,7 @@ TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
 TEST_CASE("every group carries the communication of one stream only") {
     std::vector<Scenario> plans;
     for (int shard : {0, 2, 4}) plans.push_back(zero3(2, 8, shard));
+    plans.push_back(zero3_experts(2, 4, 2));  // the experts' gathers and reduce-scatters too
     for (int zero : {0, 1}) {
         Scenario sc = test::tiny_scenario(2, 2, 2, kMicro, 4);
         sc.parallel.zero_stage = zero;

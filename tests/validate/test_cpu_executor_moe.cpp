@@ -303,3 +303,44 @@ TEST_CASE("ZB-H1 with experts fails the check without a deferred weight gradient
     INFO(o.run.error << " worst gradient " << o.agreement.worst);
     CHECK((!o.run.ok() || o.agreement.worst_of() > 1e-2));
 }
+
+// ZeRO-3 of an expert model: each layer's dense part is sharded over the data group and its routed
+// experts over the expert-data group, each gathered before every pass and reduce-scattered after
+// every backward over its own group (experts_fully_sharded). Every rank starts with NaN in the
+// elements it does not own, so a gather over the wrong group, or a missing one, shows.
+TEST_CASE("ZeRO-3 shards the routed experts over the expert-data group", "[cpu_executor][moe]") {
+    MoeCase m = expert_parallel(2, 4);  // shard group 4, expert-data group 2
+    m.base.zero = 3;
+    m.shared = 1;
+    m.dense_layers = 1;
+    check_moe(m);
+    // Tensor parallelism without data parallelism: only the experts are sharded (expert-data
+    // group 2 of the tensor ranks), the dense part is whole on each rank.
+    MoeCase experts_only{Case{2, 1, 1, Schedule::OneFOneB, Recompute::None, true}};
+    experts_only.base.zero = 3;
+    check_moe(experts_only);
+    // Pipelined, recomputed (the R pass gathers again), and under ZB-H1 (W gathers nothing).
+    MoeCase pipelined{Case{1, 2, 2, Schedule::OneFOneB, Recompute::Full}};
+    pipelined.base.zero = 3;
+    check_moe(pipelined);
+    MoeCase h1{Case{1, 2, 4, Schedule::ZeroBubbleH1}};
+    h1.base.zero = 3;
+    h1.ep = 2;
+    h1.shared = 1;
+    check_moe(h1);
+}
+
+TEST_CASE("ZeRO-3 of the experts fails the check without an expert gather or reduce-scatter", "[cpu_executor][moe]") {
+    MoeCase m = expert_parallel(2, 4);
+    m.base.zero = 3;
+    for (const auto& [label, error] : {std::pair{"F.fsdp.expert_allgather", "routed experts of layer"},
+                                       std::pair{"B.fsdp.expert_allgather", "routed experts of layer"},
+                                       std::pair{"B.fsdp.expert_reducescatter", "routed experts' gradient of layer"}}) {
+        TaggedProgram tp = build(moe_scenario(m));
+        erase_op(tp, 0, first_op(tp, 0, label, true));
+        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        INFO("without " << label << ": " << o.run.error);
+        REQUIRE_FALSE(o.run.ok());
+        CHECK(o.run.error.find(error) != std::string::npos);
+    }
+}

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "strategies/tensor_modes/mode_shapes.hpp"
+#include "strategies/training_state.hpp"
 #include "strategies/tensor_modes/tensor_mesh.hpp"
 #include "validate/cpu/atp_split.hpp"
 #include "validate/cpu/rank_runner.hpp"
@@ -100,8 +101,10 @@ void assemble(const Layout& l, const GptDims& d, int atp_column_axis, bool summa
 // The routed experts' shards: stage rank q = tp + t * dp holds part a of experts e of the expert
 // layers' q = a + etp * (e + ep * f) (strategies/program_groups.cpp); the f members of its
 // expert-data group hold the same shard (each element from its ZeRO owner). FC2's bias is whole
-// on each expert-tensor member: member 0's is placed.
-void assemble_experts(const Layout& l, const GptDims& d, const std::vector<RankOutcome>& ranks, Execution& ex) {
+// on each expert-tensor member: member 0's is placed. `sharded_weights` (ZeRO-3 of the experts):
+// each weight element from the member that owns it, as for the gradients.
+void assemble_experts(const Layout& l, const GptDims& d, bool sharded_weights, const std::vector<RankOutcome>& ranks,
+                      Execution& ex) {
     if (d.experts == 0) return;
     std::vector<Mat*> grads, weights;
     std::vector<ParamRef> refs;
@@ -125,13 +128,14 @@ void assemble_experts(const Layout& l, const GptDims& d, const std::vector<RankO
             for (std::size_t i = 0; i < refs.size(); ++i) {
                 if (!is_expert(refs[i].split) || w[0][i]->size() == 0) continue;
                 if (refs[i].split == Split::ExpertBias && coord.a > 0) continue;
-                std::vector<const Mat*> gi, oi;
+                std::vector<const Mat*> gi, oi, wi;
                 for (int f = 0; f < edp; ++f) {
                     gi.push_back(g[static_cast<std::size_t>(f)][i]);
                     oi.push_back(o[static_cast<std::size_t>(f)][i]);
+                    wi.push_back(w[static_cast<std::size_t>(f)][i]);
                 }
                 place_expert_shard(*grads[i], merge_owned(gi, oi), refs[i].split, d, coord);
-                place_expert_shard(*weights[i], *w[0][i], refs[i].split, d, coord);
+                place_expert_shard(*weights[i], sharded_weights ? merge_owned(wi, oi) : *w[0][i], refs[i].split, d, coord);
             }
         }
 }
@@ -203,7 +207,7 @@ Execution execute_program(const Scenario& sc, const Layout& l, const TaggedProgr
         return ex;
     }
     assemble(l, d, ctx.atp_column_axis, ctx.summa, ctx.cube, sc.parallel.zero_stage == 3, outcomes, ex);
-    assemble_experts(l, d, outcomes, ex);
+    assemble_experts(l, d, experts_fully_sharded(sc.parallel.zero_stage, l), outcomes, ex);
     if (!l.ends_apart()) {  // one stage holds both ends: the output layer is the embedding itself, no copy
         ex.grads.wout = ex.grads.wemb;
         ex.weights.wout = ex.weights.wemb;

@@ -6,6 +6,9 @@
 // gradient is reduce-scattered over the shard group into the rank's accumulated gradient shard;
 // under hybrid sharding the shard is then all-reduced with the copies. The optimizer updates the
 // owned elements only and nothing is gathered after it: the next iteration's gathers do.
+// A mixture-of-experts layer's routed experts are sharded the same way over the expert-data group
+// (the ranks holding the same experts), with gathers and reduce-scatters of their own; the router
+// and shared experts belong to the layer's dense part.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -34,49 +37,64 @@ std::string block_name(int block) {
 }  // namespace
 
 bool RankRunner::fully_sharded() const { return cuboid::fully_sharded(ctx_.zero_stage, *ctx_.layout); }
+bool RankRunner::experts_sharded() const { return cuboid::experts_fully_sharded(ctx_.zero_stage, *ctx_.layout); }
 
 void RankRunner::shard_weights() {
-    if (!fully_sharded()) return;
+    const bool dense = fully_sharded(), experts = experts_sharded();
+    if (!dense && !experts) return;
     const Layout& l = *ctx_.layout;
-    const auto member = static_cast<std::size_t>(dp_ % l.shard_size());
     fsdp_grads_ = zeros_like(out_.weights);
-    for (int b : out_.blocks) {
+    // The rank's place in its shard group and in its expert-data group (stage rank
+    // q = a + etp * (e + ep * f), strategies/group_slots.hpp).
+    const auto shard_member = static_cast<std::size_t>(dp_ % l.shard_size());
+    const auto expert_member = static_cast<std::size_t>((tp_ + l.tensor * dp_) / (l.expert_tensor * l.expert));
+    const auto shard = [&](int b, Part part, std::size_t member, int members) {
         const std::vector<int> one{b};
-        const std::vector<double> owned = owned_elements(out_.owned, one, member, static_cast<std::size_t>(l.shard_size()));
-        unflatten(out_.owned, one, owned);
-        std::vector<double> w = flatten(out_.weights, one);
+        const std::vector<double> owned = owned_elements(out_.owned, one, member, static_cast<std::size_t>(members), part);
+        unflatten(out_.owned, one, owned, part);
+        std::vector<double> w = flatten(out_.weights, one, part);
         for (std::size_t i = 0; i < w.size(); ++i)
             if (owned[i] < 0.5) w[i] = std::numeric_limits<double>::quiet_NaN();
-        unflatten(out_.weights, one, w);
+        unflatten(out_.weights, one, w, part);
+    };
+    for (int b : out_.blocks) {
+        if (dense) shard(b, Part::Dense, shard_member, l.shard_size());
+        if (experts && has_experts(b)) shard(b, Part::Experts, expert_member, l.expert_data());
     }
 }
 
-void RankRunner::fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase) {
+void RankRunner::fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase, Part part) {
     const int block = block_of_unit(tag.layer);
-    gather_owned(op, {block});
-    gathered_[block] = {tag.micro, phase};
+    gather_owned(op, {block}, part);
+    (part == Part::Experts ? experts_gathered_ : gathered_)[block] = {tag.micro, phase};
 }
 
-void RankRunner::require_gathered(int block, const OpTag& tag, Phase phase) {
-    if (!fully_sharded()) return;
+void RankRunner::require_gathered(int block, const OpTag& tag, Phase phase, Part part) {
+    if (!(part == Part::Experts ? experts_sharded() : fully_sharded())) return;
     const Phase pass = phase == Phase::Forward ? Phase::Forward : Phase::Backward;  // recompute: the backward's
-    const auto it = gathered_.find(block);
-    if (it == gathered_.end() || it->second.first != tag.micro || it->second.second != pass)
-        throw std::runtime_error("weights of " + block_name(block) + " not gathered for this " +
+    const auto& gathered = part == Part::Experts ? experts_gathered_ : gathered_;
+    const auto it = gathered.find(block);
+    if (it == gathered.end() || it->second.first != tag.micro || it->second.second != pass)
+        throw std::runtime_error(std::string(part == Part::Experts ? "routed experts" : "weights") + " of " +
+                                 block_name(block) + " not gathered for this " +
                                  (pass == Phase::Forward ? "forward" : "backward") + " (ZeRO-3 keeps only a shard)");
 }
 
-void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag) {
+void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag, Part part) {
     const int block = block_of_unit(tag.layer);
     const std::vector<int> one{block};
     std::size_t member = 0;
-    const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, one), &member);
+    const auto parts = exchange(op.group_slot, label(op), flatten(out_.grads, one, part), &member);
     std::vector<double> sum = elementwise_sum(parts, "shards reduce different gradients");
-    const std::vector<double> owned = flatten(out_.owned, one);
-    std::vector<double> acc = flatten(fsdp_grads_, one);
+    const std::vector<double> owned = flatten(out_.owned, one, part);
+    std::vector<double> acc = flatten(fsdp_grads_, one, part);
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = owned[i] > 0.5 ? acc[i] + sum[i] : std::numeric_limits<double>::quiet_NaN();
-    unflatten(fsdp_grads_, one, acc);
-    unflatten(out_.grads, one, std::vector<double>(acc.size(), 0.0));  // the next micro-batch starts from zero
+    unflatten(fsdp_grads_, one, acc, part);
+    unflatten(out_.grads, one, std::vector<double>(acc.size(), 0.0), part);  // the next micro-batch starts from zero
+    if (part == Part::Experts) {
+        if (++fsdp_expert_reductions_[block] == ctx_.layout->micro_batches) expert_reduced_.insert(block);
+        return;
+    }
     if (++fsdp_reductions_[block] == ctx_.layout->micro_batches && !ctx_.layout->hybrid_sharding())
         reduced_blocks_.insert(block);
 }
@@ -96,14 +114,24 @@ void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag) {
 }
 
 void RankRunner::take_sharded_grads() {
-    if (!fully_sharded() || sharded_grads_taken_) return;
-    for (int b : out_.blocks)
-        if (reduced_blocks_.count(b) == 0)
+    const bool dense = fully_sharded(), experts = experts_sharded();
+    if ((!dense && !experts) || sharded_grads_taken_) return;
+    const int m = ctx_.layout->micro_batches;
+    for (int b : out_.blocks) {
+        if (dense && reduced_blocks_.count(b) == 0)
             throw std::runtime_error("gradient of " + block_name(b) + " reduce-scattered for " +
-                                     std::to_string(fsdp_reductions_[b]) + " of " +
-                                     std::to_string(ctx_.layout->micro_batches) + " micro-batches" +
+                                     std::to_string(fsdp_reductions_[b]) + " of " + std::to_string(m) + " micro-batches" +
                                      (ctx_.layout->hybrid_sharding() ? " or never all-reduced between the copies" : ""));
-    out_.grads = fsdp_grads_;
+        if (experts && has_experts(b) && expert_reduced_.count(b) == 0)
+            throw std::runtime_error("routed experts' gradient of " + block_name(b) + " reduce-scattered for " +
+                                     std::to_string(fsdp_expert_reductions_[b]) + " of " + std::to_string(m) +
+                                     " micro-batches");
+    }
+    // The optimizer reads the accumulated shards of the sharded parts (an unsharded part keeps
+    // the gradient its own reductions left).
+    for (const Part part : {Part::Dense, Part::Experts})
+        if (part == Part::Dense ? dense : experts)
+            unflatten(out_.grads, out_.blocks, flatten(fsdp_grads_, out_.blocks, part), part);
     sharded_grads_taken_ = true;
 }
 

@@ -156,12 +156,20 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
             take_sharded_grads();
             optimizer(op);
             break;
-        case Family::FsdpGather: fsdp_gather(op, tag, code.phase); return;
-        case Family::FsdpReduceScatter: fsdp_reduce_scatter(op, tag); return;
+        case Family::FsdpGather: fsdp_gather(op, tag, code.phase, Part::Dense); return;
+        case Family::FsdpReduceScatter: fsdp_reduce_scatter(op, tag, Part::Dense); return;
+        case Family::FsdpExpertGather: fsdp_gather(op, tag, code.phase, Part::Experts); return;
+        case Family::FsdpExpertReduceScatter: fsdp_reduce_scatter(op, tag, Part::Experts); return;
         case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag); return;
         case Family::ContextKernel: context_kernel(code, tag, op); break;
         case Family::ContextComm: context_comm(code, tag, op); return;
         case Family::MoeKernel:
+            // The routed experts' GEMMs read the experts' weights, the router and the shared
+            // experts the layer's dense ones; a weight gradient reads none.
+            if (!code.wgrad && (code.moe == MoeOp::ExpertFc1 || code.moe == MoeOp::ExpertFc2))
+                require_gathered(tag.layer, tag, code.phase, Part::Experts);
+            else if (!code.wgrad && (code.moe == MoeOp::Router || code.moe == MoeOp::SharedFc1 || code.moe == MoeOp::SharedFc2))
+                require_gathered(tag.layer, tag, code.phase);
             if (code.phase == Phase::Backward) moe_backward(code.moe, code.wgrad, tag);
             else moe_forward(code.moe, tag, code.phase, op);
             break;

@@ -228,10 +228,11 @@ private:
     void edp_gather(const sim::Op& op);
     // fsdp_exec.cpp: ZeRO-3
     bool fully_sharded() const;
+    bool experts_sharded() const;  // the routed experts too, over the expert-data group
     void shard_weights();
-    void fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase);
-    void require_gathered(int block, const OpTag& tag, Phase phase);
-    void fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag);
+    void fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase, Part part);
+    void require_gathered(int block, const OpTag& tag, Phase phase, Part part = Part::Dense);
+    void fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag, Part part);
     void fsdp_replica_reduce(const sim::Op& op, const OpTag& tag);
     void take_sharded_grads();
     Mat collective(const sim::Op& op, std::uint16_t slot, const Mat& in, const std::string& what);
@@ -299,9 +300,10 @@ private:
     // ZeRO-3: per block, the (micro-batch, pass) its weights were last gathered for; the
     // accumulated gradient shards and the reduce-scatters run per block; whether the optimizer's
     // gradients are the shards already.
-    std::map<int, std::pair<int, Phase>> gathered_;
+    // The routed experts' gathers and reduce-scatters have their own (experts_sharded).
+    std::map<int, std::pair<int, Phase>> gathered_, experts_gathered_;
     GptParams fsdp_grads_;
-    std::map<int, int> fsdp_reductions_;
+    std::map<int, int> fsdp_reductions_, fsdp_expert_reductions_;
     bool sharded_grads_taken_ = false;
     // Context parallelism: per (key, phase), ring steps and exchanges run; the K/V blocks that
     // arrived for a step (phase, step) and the partial dK/dV that arrived for a backward step.
