@@ -57,6 +57,10 @@ GpuSpec parse_gpu(const YamlReader& r) {
     g.tdp_watts = number_in(r, "tdp_w", 1.0, 1e5);
     g.scaleup_bandwidth = gigabytes_per_second(number_in(r, "scaleup_gb_per_s", 0.0, 1e5));
     g.host_link_bandwidth = gigabytes_per_second(number_in(r, "host_link_gb_per_s", 0.1, 1e5));
+    if (auto copy = r.find("host_copy_gb_per_s")) {
+        g.host_copy_d2h = gigabytes_per_second(number_in(*copy, "device_to_host", 0.1, 1e5));
+        g.host_copy_h2d = gigabytes_per_second(number_in(*copy, "host_to_device", 0.1, 1e5));
+    }
     g.kernel_launch = microseconds(number_in(r, "kernel_launch_us", 0.0, 1e4));
     g.gemm_efficiency = parse_efficiency_curve(r.at("gemm_efficiency"));
     g.memory_efficiency = parse_efficiency_curve(r.at("memory_efficiency"));

@@ -19,14 +19,16 @@ namespace {
 // Fractions of the host link's raw rate that pinned-memory copies achieve, measured on one H100
 // SXM over PCIe Gen5 x16 by cuboid-calibrate (hardware_models/profiles/h100-sxm-80gb-1gpu.yaml,
 // host_copies: device to host 55.2 GB/s, host to device 51.0 GB/s of 63), taken for every GPU's
-// host link.
+// host link that has no measured copy rate of its own (GpuSpec::host_copy_d2h).
 constexpr double kDeviceToHostEfficiency = 55.1998 / 63.0;
 constexpr double kHostToDeviceEfficiency = 50.9736 / 63.0;
 }  // namespace
 
 BytesPerSecond ComputeModel::host_rate(sim::OpKind kind) const {
-    if (kind == sim::OpKind::DeviceToHost) return gpu_.host_link_bandwidth * kDeviceToHostEfficiency;
-    if (kind == sim::OpKind::HostToDevice) return gpu_.host_link_bandwidth * kHostToDeviceEfficiency;
+    if (kind == sim::OpKind::DeviceToHost)
+        return gpu_.host_copy_d2h.value > 0.0 ? gpu_.host_copy_d2h : gpu_.host_link_bandwidth * kDeviceToHostEfficiency;
+    if (kind == sim::OpKind::HostToDevice)
+        return gpu_.host_copy_h2d.value > 0.0 ? gpu_.host_copy_h2d : gpu_.host_link_bandwidth * kHostToDeviceEfficiency;
     if (!(host_memory_.value > 0.0))
         throw InputError({"", 0, "cluster.host_memory_gb_per_s"},
                          "an optimizer step offloaded to the host needs the host memory bandwidth; give the node's "

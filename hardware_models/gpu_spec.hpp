@@ -45,6 +45,10 @@ struct GpuSpec {
     std::string description;                // one line for `cuboid list gpus`
     std::string source;                     // where the figures come from
     BytesPerSecond host_link_bandwidth{0.0};  // PCIe x16 to host / NIC, one direction
+    // Measured pinned-memory copy rates between the GPU and host memory, where they do not go
+    // over host_link_bandwidth (GB200's NVLink-C2C to Grace); 0: that link at the fractions
+    // cuboid-calibrate measured on an H100 over PCIe (compute_model.cpp).
+    BytesPerSecond host_copy_d2h{0.0}, host_copy_h2d{0.0};
     // Curves measured at another precision (fp8, fp32, ...); others use gemm_efficiency.
     std::vector<std::pair<sim::Precision, EfficiencyCurve>> gemm_efficiency_by_precision;
     // Fused attention kernels (FlashAttention / cuDNN): fraction of the 16-bit peak vs keys each

@@ -195,6 +195,7 @@ void Engine::try_start(std::uint32_t rank, StreamId s) {
         return;
     }
     if (s == kComputeStream) R.clock.compute_begins(now_);
+    else if (comm_class_of(slot.category) >= 0) R.clock.comm_begins(slot.category, now_);  // a copy off the compute stream
     schedule(now_ + Time(slot.chain_time()), Payload{rank, p, EventKind::OpsDone, s});
 }
 
@@ -239,6 +240,7 @@ void Engine::ops_done(std::uint32_t rank, StreamId s, std::uint32_t head) {
     if (memo.head != head || memo.end != now_.value) memo = {head, now_.value, chain_digest(slots, head, now_.value)};
     result_.fingerprint += memo.digest * R.key;
     if (s == kComputeStream) R.clock.compute_ends(now_, Time(h.chain_time()), Time(chain_recompute(slots, head)));
+    else if (comm_class_of(h.category) >= 0) R.clock.comm_ends(h.category, now_);
     stream_advanced(rank, s, h.chain_last - head + 1);
 }
 

@@ -32,7 +32,7 @@ Counts requirements_of(const OpList& list, const std::vector<std::uint32_t>& pos
 }
 
 [[noreturn]] void throw_unclassed(std::uint32_t op, const Op& o) {
-    throw std::logic_error("op list: communication op " + std::to_string(op) + " has category " +
+    throw std::logic_error("op list: op " + std::to_string(op) + " has category " +
                            std::to_string(static_cast<int>(o.category)) +
                            ", which names no communication class of the program");
 }
@@ -118,6 +118,7 @@ OpListIndex::OpListIndex(const OpList& list, std::span<const Time> durations, bo
             slot.word0 = std::bit_cast<std::int64_t>(o.bytes.value);
             slot.word1 = o.group_slot;
         } else {
+            if (comm_class_of(o.category) >= classes.count) throw_unclassed(op, o);
             slot.word0 = times[op].value;
         }
         slot.req_begin = req_count;

@@ -72,7 +72,9 @@ inline constexpr bool is_matmul(OpKind k) { return is_gemm(k) || is_fused_attent
 // What an op's time counts as in the iteration breakdown: compute, recomputation, or the
 // communication of one of the program's communication classes (Program::comm_classes). sim names
 // no parallelism dimension: the program's builder says which classes exist (tensor, pipeline,
-// data, ... in cuboid's strategies) and ranks them; comm_category(i) is class i.
+// data, ... in cuboid's strategies) and ranks them; comm_category(i) is class i. A copy that is
+// not a collective (a host transfer on a stream of its own) may carry a class too: while it runs,
+// the breakdown counts it as that class's data moving.
 enum class OpCategory : std::uint8_t {
     Compute,    // forward, backward and optimizer work
     Recompute,  // forward work repeated for activation recomputation

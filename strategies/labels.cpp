@@ -142,6 +142,8 @@ Labels intern_labels(sim::Program& p) {
     l.fsdp_expert_gather_f = p.intern("F.fsdp.expert_allgather");
     l.fsdp_expert_gather_b = p.intern("B.fsdp.expert_allgather");
     l.fsdp_expert_reduce_scatter = p.intern("B.fsdp.expert_reducescatter");
+    l.act_offload = p.intern("F.offload.activations");
+    l.act_reload = p.intern("B.reload.activations");
     return l;
 }
 

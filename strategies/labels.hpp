@@ -97,6 +97,9 @@ struct Labels {
     // an expert layer's expert shards over the expert-data group before its forward and before
     // its backward, and the reduce-scatter of their gradient after each backward.
     std::uint32_t fsdp_expert_gather_f = 0, fsdp_expert_gather_b = 0, fsdp_expert_reduce_scatter = 0;
+    // Activation offloading: a layer's stored activations copied to host memory after its
+    // forward, and back before its backward.
+    std::uint32_t act_offload = 0, act_reload = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

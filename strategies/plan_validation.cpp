@@ -221,6 +221,22 @@ void check_latent_attention(const Checker& c, const Scenario& sc) {
               "heads); allowed: 1");
 }
 
+// Activation offloading as Megatron-Core allows it (TransformerConfig's checks): fewer layers than
+// the model has, no pipeline parallelism, no recomputation.
+void check_activation_offload(const Checker& c, const Scenario& sc) {
+    const int n = sc.training.activation_offload_layers;
+    if (n == 0) return;
+    const std::string key = "training.activation_offload_layers";
+    c.require(n < sc.model.layers, key,
+              "must be below the model's " + to_string(sc.model.layers) + " layers (got " + to_string(n) + ")");
+    c.require(sc.parallel.pipeline == 1, key,
+              "activation offloading runs without pipeline parallelism (Megatron-Core); needs parallel.pipeline: 1");
+    c.require(sc.parallel.recompute == Recompute::None, key,
+              "activation offloading runs without recomputation (Megatron-Core); needs parallel.recompute: none");
+    c.require(!splits_backward(sc.parallel.schedule), key,
+              to_string(sc.parallel.schedule) + " splits the backward, which is not modelled with activation offloading");
+}
+
 // Multi-token prediction (ModelSpec::mtp_layers) as modelled: on the last stage of a pipeline
 // without tensor parallelism (the projection's split and collectives are not modelled).
 void check_multi_token_prediction(const Checker& c, const Scenario& sc) {
@@ -326,6 +342,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
               "cluster.host_memory_gb_per_s",
               "missing: training.optimizer_offload runs Adam over host memory; give the node's host memory bandwidth "
               "in GB/s (as a STREAM copy achieves it)");
+    check_activation_offload(c, sc);
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
     // The replicas of the weights in a stage: data x context (the gradient reduction's group).

@@ -124,6 +124,7 @@ StagePlan stage_plan(const Scenario& sc, const Layout& l, const LayerContext& la
     p.weight_bytes_per_param = state.weight;
     p.optimizer_bytes_per_param = optimizer_step_bytes_per_param(sc.training);
     p.optimizer_offload = sc.training.optimizer_offload;
+    p.activation_offload_layers = sc.training.activation_offload_layers;
     p.bucket_params = gradient_bucket_params(l.data);
     p.resident = resident_bytes(sc, l, stage, layer.dims);
     return p;

@@ -5,10 +5,12 @@ namespace cuboid {
 
 void name_streams_and_classes(sim::Program& program) {
     // Indexed by stream id; a test checks the order against the constants.
-    program.stream_names = {"compute",   "tensor-comm",  "pipeline-send", "pipeline-recv",     "data-comm",
-                            "host",      "param-gather", "context-comm",  "pipeline-send-back"};
+    program.stream_names = {"compute",      "tensor-comm",  "pipeline-send", "pipeline-recv",
+                            "data-comm",    "host",         "param-gather",  "context-comm",
+                            "pipeline-send-back", "offload", "reload"};
     // Indexed by class (comm_class::k*); the layer's classes form lockstep runs.
-    program.comm_classes = {{"tensor", true}, {"context", true}, {"expert", true}, {"pipeline", false}, {"data", false}};
+    program.comm_classes = {{"tensor", true},     {"context", true},  {"expert", true},
+                            {"pipeline", false},  {"offload", false}, {"data", false}};
 }
 
 }  // namespace cuboid

@@ -24,7 +24,12 @@ inline constexpr sim::StreamId kContextComm = 7;
 // Sends of the messages that flow back up the stages (zero bubble's V schedule): the runtime
 // issues each direction's sends asynchronously, so they do not queue behind the other direction's.
 inline constexpr sim::StreamId kPipelineSendBack = 8;
-inline constexpr int kCount = 9;
+// Activation offloading (training.activation_offload_layers): the copies of a layer's stored
+// activations to host memory after its forward, and back before its backward. Each direction has
+// a stream of its own (the host link is full duplex; Transformer Engine copies asynchronously).
+inline constexpr sim::StreamId kOffload = 9;
+inline constexpr sim::StreamId kReload = 10;
+inline constexpr int kCount = 11;
 }  // namespace stream
 
 // One class per parallel axis that communicates, in the order in which the breakdown charges the
@@ -40,9 +45,12 @@ inline constexpr sim::OpCategory kContext = sim::comm_category(1);
 // Expert parallelism's token dispatch and combine, and the expert-tensor gathers around them.
 inline constexpr sim::OpCategory kExpert = sim::comm_category(2);
 inline constexpr sim::OpCategory kPipeline = sim::comm_category(3);  // activations and gradients between stages
+// Activation offloading's copies to and from host memory (not collectives: copies on streams of
+// their own, which the breakdown counts while they move data).
+inline constexpr sim::OpCategory kOffload = sim::comm_category(4);
 // Gradient reductions and parameter gathers across data-parallel (and context) replicas.
-inline constexpr sim::OpCategory kData = sim::comm_category(4);
-inline constexpr int kCount = 5;
+inline constexpr sim::OpCategory kData = sim::comm_category(5);
+inline constexpr int kCount = 6;
 }  // namespace comm_class
 
 // Names the streams and classes above in `program` (sim::Program::stream_names, comm_classes).

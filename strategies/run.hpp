@@ -29,11 +29,13 @@ struct Breakdown {
     double cp_comm_exposed_s = 0.0;  // context parallelism's key/value exchanges
     double ep_comm_exposed_s = 0.0;  // expert parallelism's dispatch and combine
     double pp_comm_exposed_s = 0.0;
+    double offload_exposed_s = 0.0;  // waits for activation offloading's copies to host memory and back
     double dp_comm_exposed_s = 0.0;
     double bubble_s = 0.0;
 
     double exposed_comm_s() const {
-        return tp_comm_exposed_s + cp_comm_exposed_s + ep_comm_exposed_s + pp_comm_exposed_s + dp_comm_exposed_s;
+        return tp_comm_exposed_s + cp_comm_exposed_s + ep_comm_exposed_s + pp_comm_exposed_s + offload_exposed_s +
+               dp_comm_exposed_s;
     }
 };
 

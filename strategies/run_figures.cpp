@@ -28,6 +28,7 @@ std::span<const BreakdownPart> breakdown_parts() {
         {"cp_comm_exposed", "cp comm exposed", &Breakdown::cp_comm_exposed_s, false, "context"},
         {"ep_comm_exposed", "ep comm exposed", &Breakdown::ep_comm_exposed_s, false, "expert"},
         {"pp_comm_exposed", "pp comm exposed", &Breakdown::pp_comm_exposed_s, true, "pipeline"},
+        {"offload_exposed", "offload exposed", &Breakdown::offload_exposed_s, false, "offload"},
         {"dp_comm_exposed", "dp comm exposed", &Breakdown::dp_comm_exposed_s, true, "data"},
         {"bubble", "bubble", &Breakdown::bubble_s},
     };

@@ -180,6 +180,11 @@ struct TrainingSpec {
     // memory, the GPU copies each step's gradient shard to the host, the CPU runs Adam over host
     // memory (cluster.host_memory_gb_per_s) and the updated 16-bit weights come back.
     bool optimizer_offload = false;
+    // Activation offloading (Megatron-Core's cpu_offloading with cpu_offloading_num_layers = N,
+    // activations only, as Megatron-Bridge's performance recipes set it): the stored activations
+    // of the first N transformer layers go to host memory after each forward and come back before
+    // the backward, on copy streams that overlap the compute.
+    int activation_offload_layers = 0;
     std::optional<double> tokens;         // tokens to train, for time to train
 };
 

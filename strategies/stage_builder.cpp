@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 
 #include "strategies/edge_ops.hpp"
@@ -311,8 +312,10 @@ private:
         for (int i = 0; i < n; ++i) {
             gathers.before(l_.first_layer_of(plan_.stage, st.chunk) + i);
             at_layer(st, base + i);
+            const std::size_t first_op = e_.list().ops.size();
             emit_layer(LayerPass::Forward,
                        of_layer(fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i), global_layer(st.chunk, i)));
+            offload(st.micro, global_layer(st.chunk, i), first_op);
         }
         at_layer(st, -1);
         if (last) {
@@ -426,6 +429,7 @@ private:
             const int unit = l_.first_layer_of(plan_.stage, chunk) + i;
             gathers.before(unit);
             at_layer(st, base + i);
+            reload_before_backward(st.micro, unit);
             emit_layer(LayerPass::Backward, of_layer(backward_context(st.micro, base + i), unit));
             done(unit, dense_params(unit), expert_params(unit));
         }
@@ -456,6 +460,44 @@ private:
         at_layer(st, -1);
         if (l_.holds_embedding(plan_.stage, chunk)) grads.done(OpTag::kEmbeddingUnit, plan_.embedding_params);
         grads.finish();
+    }
+
+    // Activation offloading (StagePlan::activation_offload_layers): after the forward of an
+    // offloaded layer, its stored activations (what its forward ops allocated and kept, from
+    // `first_op` on) go to host memory on the offload stream, and their GPU copy is released when
+    // the copy ends. Memory is walked in issue order, so the release counts right after the layer.
+    bool offloaded(int layer) const { return layer >= 0 && layer < plan_.activation_offload_layers; }
+    void offload(int micro, int layer, std::size_t first_op) {
+        if (!offloaded(layer)) return;
+        double kept = 0.0;
+        const auto& ops = e_.list().ops;
+        for (std::size_t k = first_op; k < ops.size(); ++k) kept += ops[k].memory_alloc.value - ops[k].memory_free.value;
+        kept = std::max(kept, 0.0);
+        sim::Op copy = memory_op(OpKind::DeviceToHost, labels_.act_offload, kept, comm_class::kOffload);
+        copy.stream = stream::kOffload;
+        copy.memory_free = Bytes(kept);
+        e_.comm(copy, e_.last_compute());
+        offloaded_bytes_[{micro, layer}] = kept;
+    }
+    // Before the backward of layer `layer`: the reload of the layer below starts as this layer's
+    // backward does (one layer of prefetch, as Transformer Engine's offload synchronizer), and
+    // this layer's backward waits for its own reload, issued one layer earlier.
+    void reload_before_backward(int micro, int layer) {
+        if (plan_.activation_offload_layers == 0) return;
+        std::uint32_t mine = kNoOp;
+        if (offloaded(layer)) {
+            const auto it = reloads_.find({micro, layer});
+            mine = it != reloads_.end() ? it->second : reload(micro, layer);
+        }
+        if (offloaded(layer - 1)) reloads_[{micro, layer - 1}] = reload(micro, layer - 1);
+        e_.wait_for(mine);
+    }
+    std::uint32_t reload(int micro, int layer) {
+        const double bytes = offloaded_bytes_.at({micro, layer});
+        sim::Op copy = memory_op(OpKind::HostToDevice, labels_.act_reload, bytes, comm_class::kOffload);
+        copy.stream = stream::kReload;
+        copy.memory_alloc = Bytes(bytes);
+        return e_.comm(copy, e_.last_compute());
     }
 
     double total_params() const {
@@ -574,6 +616,9 @@ private:
     std::vector<std::uint32_t> deferred_sends_;  // activation sends waiting for the next R
     std::vector<OpTag> deferred_tags_;           // and the micro-batches they carry
     std::vector<std::uint32_t> reductions_;
+    // Activation offloading, per (micro-batch, layer): the bytes copied out, the reload issued.
+    std::map<std::pair<int, int>, double> offloaded_bytes_;
+    std::map<std::pair<int, int>, std::uint32_t> reloads_;
     LayerContext plain_, checkpointed_, after_recompute_;
     LayerContext dense_[3];  // their dense twins (mixture of experts), in that order
     // Layer passes emitted so far, by context (one of the three above), pass and start shape.

@@ -56,6 +56,7 @@ struct StagePlan {
     double weight_bytes_per_param = 2.0;
     double optimizer_bytes_per_param = 30.0;  // HBM traffic of the Adam step (host memory's when offloaded)
     bool optimizer_offload = false;           // the step on the host (TrainingSpec::optimizer_offload)
+    int activation_offload_layers = 0;        // layers 0..N-1 offload their activations (TrainingSpec)
     double bucket_params = 40e6;
     Bytes resident{0.0};
     std::vector<OpTag>* tags = nullptr;  // optional: one tag per op (layer, micro-batch, chunk)

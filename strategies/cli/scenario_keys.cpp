@@ -301,6 +301,12 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "shard copied over the host link, Adam at cluster.host_memory_gb_per_s, the 16-bit weights copied back; "
      "needs parallel.zero_stage >= 1",
      [](Scenario& s, V v, W w, C) { s.training.optimizer_offload = parse_bool(v, w); }},
+    {"training.activation_offload_layers", "integer", "layers", "0", "0 .. model.layers - 1; parallel.pipeline 1, "
+     "parallel.recompute none",
+     "activation offloading (Megatron-Core cpu_offloading_num_layers, activations only): the first N layers' stored "
+     "activations copied to host memory after each forward and back before the backward (one layer ahead), on "
+     "copy streams that overlap the compute, at the GPU's host copy rates",
+     [](Scenario& s, V v, W w, C) { s.training.activation_offload_layers = int_at_least(v, w, 0); }},
     {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
      "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
      "parallel.dp_overlap, parallel.tp_backward_overlap, training.transformer_engine (each key given in the "

@@ -109,5 +109,5 @@ TEST_CASE("every part of the breakdown travels between MPI ranks and has a sweep
         CHECK(back.breakdown.*part.seconds == r.breakdown.*part.seconds);
         CHECK(std::count(columns.begin(), columns.end(), std::string("breakdown_s.") + part.key) == 1);
     }
-    CHECK(breakdown_parts().size() == 8);
+    CHECK(breakdown_parts().size() == 9);
 }

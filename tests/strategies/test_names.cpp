@@ -65,13 +65,16 @@ TEST_CASE("program streams and classes: named in the constants' order, every one
     CHECK(sim::stream_name(named, stream::kDataComm) == "data-comm");
     CHECK(sim::stream_name(named, stream::kContextComm) == "context-comm");
     CHECK(sim::stream_name(named, stream::kPipelineSendBack) == "pipeline-send-back");
-    CHECK(sim::stream_name(named, static_cast<sim::StreamId>(stream::kCount)) == "stream 9");
+    CHECK(sim::stream_name(named, stream::kOffload) == "offload");
+    CHECK(sim::stream_name(named, stream::kReload) == "reload");
+    CHECK(sim::stream_name(named, static_cast<sim::StreamId>(stream::kCount)) == "stream 11");
     CHECK(sim::category_name(named, comm_class::kTensor) == "tensor_comm");
     CHECK(sim::category_name(named, comm_class::kPipeline) == "pipeline_comm");
     CHECK(sim::category_name(named, comm_class::kData) == "data_comm");
     CHECK(sim::category_name(named, sim::OpCategory::Recompute) == "recompute");
     CHECK(sim::category_name(named, comm_class::kContext) == "context_comm");
     CHECK(sim::category_name(named, comm_class::kExpert) == "expert_comm");
+    CHECK(sim::category_name(named, comm_class::kOffload) == "offload_comm");
     REQUIRE(named.comm_classes.size() == static_cast<std::size_t>(comm_class::kCount));
     // The layer's classes form lockstep runs; pipeline and data transfers do not.
     for (const sim::OpCategory c : {comm_class::kTensor, comm_class::kContext, comm_class::kExpert}) {

@@ -180,7 +180,7 @@ TEST_CASE("a measured file carries the context and expert parts, which older fil
         if (r.metric.starts_with("exposed ") && r.metric.ends_with(" comm")) metrics.push_back(r.metric);
     }
     CHECK(metrics == std::vector<std::string>{"exposed tensor comm", "exposed context comm", "exposed expert comm",
-                                              "exposed pipeline comm", "exposed data comm"});
+                                              "exposed pipeline comm", "exposed offload comm", "exposed data comm"});
     // A file written before these parts existed measured none.
     j["breakdown"].erase("cp_comm_exposed_s");
     j["breakdown"].erase("ep_comm_exposed_s");

@@ -124,6 +124,26 @@ TEST_CASE("Transformer Engine's fp8 passes leave the program's numbers to the re
     check_case(overlap);
 }
 
+// Activation offloading adds copies to host memory and back on streams of their own: the
+// program's numbers stay the reference's (with tensor parallelism and ZeRO-3 around it too).
+TEST_CASE("activation offloading leaves the program's numbers to the reference", "[cpu_executor]") {
+    for (const Case& c : {Case{1, 1, 2}, Case{2, 1, 2, Schedule::OneFOneB, Recompute::None, true, 3}}) {
+        Scenario sc = scenario_of(c);
+        sc.training.activation_offload_layers = 3;
+        const TaggedProgram tp = build(sc);
+        int copies = 0;
+        for (const sim::Op& op : tp.program.op_lists[0].ops)
+            copies += tp.program.labels[op.label].find("offload.activations") != std::string::npos ? 1 : 0;
+        CHECK(copies > 0);
+        const Outcome o = execute(sc, tp);
+        INFO("t=" << c.t << " zero " << c.zero << " error: " << o.run.error << " worst gradient: " << o.agreement.worst);
+        REQUIRE(o.run.ok());
+        CHECK(o.agreement.loss < kTolerance);
+        CHECK(o.agreement.grads < kTolerance);
+        CHECK(o.agreement.weights < kTolerance);
+    }
+}
+
 TEST_CASE("ZeRO 1 and 2 reproduce the reference and the updated weights", "[cpu_executor]") {
     for (int zero : {1, 2}) {
         check_case(Case{1, 1, 2, Schedule::OneFOneB, Recompute::None, false, zero});

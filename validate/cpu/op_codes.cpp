@@ -94,7 +94,9 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
         for (std::uint32_t label : {l.cast_f[k], l.cast_r[k], l.cast_b[k], l.transpose_b[k]})
             if (label != 0) table[scratch.labels[label]] = {Family::NumericallyInert};
     const auto rope = static_cast<std::size_t>(LayerOp::Rope);
-    for (std::uint32_t label : {l.fwd[rope], l.rec[rope], l.bwd[rope], l.grad_norm, l.unscale, l.zero_grad})
+    // Activation offloading's copies to host memory and back move the values unchanged.
+    for (std::uint32_t label : {l.fwd[rope], l.rec[rope], l.bwd[rope], l.grad_norm, l.unscale, l.zero_grad,
+                                l.act_offload, l.act_reload})
         table[scratch.labels[label]] = {Family::NumericallyInert};
     std::vector<OpCode> codes;
     codes.reserve(program.labels.size());

@@ -29,7 +29,8 @@ enum class Family : std::uint8_t {
     FsdpExpertGather, FsdpExpertReduceScatter,
     // Passes that change no value of the executor's model, which computes in fp32 without a
     // rotary embedding, loss scaling or clipping: Transformer Engine's fp8 casts and transposes,
-    // the rotary embedding kernel, the gradient norm, the unscale and the zeroing of gradients.
+    // the rotary embedding kernel, the gradient norm, the unscale and the zeroing of gradients,
+    // activation offloading's copies to host memory and back.
     // The executor skips them; they are priced like any kernel.
     NumericallyInert,
     // Context parallelism (context_exec.cpp): the ring's attention steps and merges, and the
