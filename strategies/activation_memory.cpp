@@ -27,12 +27,13 @@ PerLayerOp stored_activations(const LayerDims& d) {
     at(LayerOp::AttnDropout) = (kMask + a) * scores;
     at(LayerOp::Av) = a * bs * v / t;
     at(LayerOp::Proj) = a * bs * o / t;
-    at(LayerOp::Bda1) = kMask * bsh / sp;
+    const double mask = d.hidden_dropout ? kMask : 0.0;  // no hidden dropout: a plain residual add
+    at(LayerOp::Bda1) = mask * bsh / sp;
     at(LayerOp::Ln2) = a * bsh / sp;
     at(LayerOp::Fc1) = a * bsh / sp;
     at(LayerOp::Act) = a * bs * static_cast<double>(d.fc1_width()) / t;
     at(LayerOp::Fc2) = a * bs * static_cast<double>(d.ffn) / t;
-    at(LayerOp::Bda2) = kMask * bsh / sp;
+    at(LayerOp::Bda2) = mask * bsh / sp;
     if (!d.attn_dropout) at(LayerOp::AttnDropout) = 0.0;  // PV reads the softmax output itself
     if (d.fused_attention) {
         // One kernel keeps Q, K, V (its output is the projection's input, kept there) and the

@@ -20,7 +20,12 @@ double logits_elems(const LayerContext& c) {
 }
 // Word rows gathered + positions (GPT) read, embedding written.
 double embed_bytes(const LayerContext& c) { return (c.dims.swiglu ? 2.0 : 3.0) * c.dims.act_bytes * c.bsh(); }
-double embed_dropout_bytes(const LayerContext& c) { return (2.0 * c.dims.act_bytes + kMask) * region(c); }
+// Megatron's embedding dropout has the hidden dropout's rate; at 0 PyTorch's dropout returns its
+// input (no pass, no mask), so only the op's launch is left.
+double embed_mask_bytes(const LayerContext& c) { return c.dims.hidden_dropout ? kMask * region(c) : 0.0; }
+double embed_dropout_bytes(const LayerContext& c) {
+    return c.dims.hidden_dropout ? 2.0 * c.dims.act_bytes * region(c) + embed_mask_bytes(c) : 0.0;
+}
 
 bool mode(const LayerContext& c, TensorMode m) { return c.dims.mesh.own_program() && c.dims.mesh.mode == m; }
 
@@ -51,7 +56,7 @@ void emit_embedding_forward(OpEmitter& e, const LayerContext& c) {
     const OpKind reduce = c.dims.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
     e.wait_for(emit_tp_collective(e, c, Phase::Forward, reduce, embed));
     sim::Op drop = memory_op(OpKind::Dropout, l.embed_dropout_f, embed_dropout_bytes(c), OpCategory::Compute);
-    drop.memory_alloc = Bytes(kMask * region(c));
+    drop.memory_alloc = Bytes(embed_mask_bytes(c));
     e.compute(drop);
 }
 
@@ -59,7 +64,7 @@ void emit_embedding_backward(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
     atp_hidden_gather(e, c, Phase::Backward);
     sim::Op drop = memory_op(OpKind::Dropout, l.embed_dropout_b, 2.0 * embed_dropout_bytes(c), OpCategory::Compute);
-    drop.memory_free = Bytes(kMask * region(c));
+    drop.memory_free = Bytes(embed_mask_bytes(c));
     const std::uint32_t d = e.compute(drop);
     if (c.dims.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, d));
     e.compute(memory_op(OpKind::Embedding, l.embed_b, embed_bytes(c), OpCategory::Compute));

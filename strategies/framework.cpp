@@ -4,8 +4,8 @@ namespace cuboid {
 
 FrameworkDefaults framework_defaults(Framework f) {
     switch (f) {
-        case Framework::Megatron2021: return {AttentionKernel::Unfused, true, 0, false, false, false};
-        case Framework::MegatronCore: return {AttentionKernel::Fused, false, 1, true, true, true};
+        case Framework::Megatron2021: return {AttentionKernel::Unfused, true, true, 0, false, false, false};
+        case Framework::MegatronCore: return {AttentionKernel::Fused, false, false, 1, true, true, true};
     }
     return {};
 }
@@ -15,6 +15,7 @@ void apply_framework(Scenario& s) {
     const StackChoices& c = s.stack;
     s.model.attention = c.attention.value_or(d.attention);
     s.model.attention_dropout = c.attention_dropout.value_or(d.attention_dropout);
+    s.model.hidden_dropout = c.hidden_dropout.value_or(d.hidden_dropout);
     s.parallel.zero_stage = c.zero_stage.value_or(d.zero_stage);
     s.parallel.dp_overlap = c.dp_overlap.value_or(d.dp_overlap);
     s.parallel.tp_backward_overlap = c.tp_backward_overlap.value_or(d.tp_backward_overlap);

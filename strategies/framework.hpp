@@ -4,6 +4,7 @@
 //   key                           megatron-2021          megatron-core (default)
 //   model.attention               unfused                fused (cuDNN / FlashAttention)
 //   model.attention_dropout       true                   false
+//   model.hidden_dropout          true                   false
 //   parallel.zero_stage           0                      1 (the distributed optimizer)
 //   parallel.dp_overlap           false                  true (overlapped reduce-scatter / all-gather)
 //   parallel.tp_backward_overlap  false                  true (asynchronous tensor-parallel all-reduce)
@@ -24,6 +25,7 @@ namespace cuboid {
 struct FrameworkDefaults {
     AttentionKernel attention = AttentionKernel::Fused;
     bool attention_dropout = false;
+    bool hidden_dropout = false;
     int zero_stage = 1;
     bool dp_overlap = true;
     bool tp_backward_overlap = true;

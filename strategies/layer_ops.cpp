@@ -32,7 +32,7 @@ double forward_bytes(const LayerContext& c, LayerOp op) {
         case LayerOp::Softmax: return 2.0 * a * scores;
         case LayerOp::AttnDropout: return (2.0 * a + 1.0) * scores;       // in, out, mask
         case LayerOp::Bda1:
-        case LayerOp::Bda2: return (3.0 * a + 1.0) * region;             // x, residual, out, mask
+        case LayerOp::Bda2: return (3.0 * a + (d.hidden_dropout ? 1.0 : 0.0)) * region;  // x, residual, out, mask
         case LayerOp::Act: return (d.swiglu ? 3.0 : 2.0) * a * ffn;      // gate+up in, out
         case LayerOp::Rope: {                                           // Q and K in, out
             const double qk = static_cast<double>(d.tokens() * (d.heads + d.kv_heads) * d.head_dim) / static_cast<double>(d.t);

@@ -29,6 +29,7 @@ LayerDims LayerDims::make(const ModelSpec& m, int micro_batch, int tensor, bool 
     d.sp = sequence_parallel && tensor > 1;
     d.fused_attention = m.attention == AttentionKernel::Fused;
     d.attn_dropout = m.attention_dropout;
+    d.hidden_dropout = m.hidden_dropout;
     d.causal = m.causal;
     d.te_kernels = m.transformer_engine;
     d.fp8 = precision == sim::Precision::Fp8;

@@ -36,6 +36,7 @@ struct LayerDims {
     // batched GEMMs with softmax and dropout kernels; dropout on the probabilities; causal mask.
     bool fused_attention = false;
     bool attn_dropout = true;
+    bool hidden_dropout = true;  // the bias-dropout-adds keep a mask (ModelSpec::hidden_dropout)
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.

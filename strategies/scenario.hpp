@@ -68,6 +68,10 @@ struct ModelSpec {
     // Set by training.framework unless the scenario gives them (StackChoices).
     AttentionKernel attention = AttentionKernel::Unfused;
     bool attention_dropout = true;  // dropout on the attention probabilities
+    // Dropout on the attention and MLP outputs before each residual add (the bias-dropout-add
+    // kernels keep a 1-byte mask per element); Megatron-Bridge's and NeMo 2's model configs set
+    // hidden_dropout 0, and PyTorch's dropout with p = 0 returns its input, keeping no mask.
+    bool hidden_dropout = true;
     // Transformer Engine's kernels around the GEMMs (training.transformer_engine): the fp8 casts
     // and transposes of every linear layer's input and output gradient under fp8, one fused
     // rotary-embedding kernel on Q and K for rotary (Llama-style) models.
@@ -147,6 +151,7 @@ struct StackChoices {
     Framework framework = Framework::MegatronCore;
     std::optional<AttentionKernel> attention;
     std::optional<bool> attention_dropout;
+    std::optional<bool> hidden_dropout;
     std::optional<int> zero_stage;
     std::optional<bool> dp_overlap;
     std::optional<bool> tp_backward_overlap;

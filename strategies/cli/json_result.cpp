@@ -147,6 +147,7 @@ nlohmann::ordered_json plan_fields(const Scenario& s) {
             {"framework", framework_name(s.stack.framework)},
             {"attention", attention_kernel_name(s.model.attention)},
             {"attention_dropout", s.model.attention_dropout},
+            {"hidden_dropout", s.model.hidden_dropout},
             {"transformer_engine", s.model.transformer_engine},
             {"fp8_recipe", fp8_recipe_name(s.model.fp8_recipe)}};
 }

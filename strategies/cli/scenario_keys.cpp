@@ -204,6 +204,11 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "from training.framework (megatron-core: false; megatron-2021: true)", "true | false",
      "dropout on the attention probabilities",
      [](Scenario& s, V v, W w, C) { s.stack.attention_dropout = parse_bool(v, w); apply_framework(s); }},
+    {"model.hidden_dropout", "boolean", "",
+     "from training.framework (megatron-core: false; megatron-2021: true)", "true | false",
+     "dropout on the attention and MLP outputs before each residual add (a 1-byte mask per element kept for "
+     "the backward)",
+     [](Scenario& s, V v, W w, C) { s.stack.hidden_dropout = parse_bool(v, w); apply_framework(s); }},
     {"model.attention_mask", "name", "", "causal", "causal | full",
      "causal: each token attends to the ones before it (a fused kernel skips the masked blocks); full: to all",
      set_attention_mask},
@@ -308,7 +313,8 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "copy streams that overlap the compute, at the GPU's host copy rates",
      [](Scenario& s, V v, W w, C) { s.training.activation_offload_layers = int_at_least(v, w, 0); }},
     {"training.framework", "name", "", "megatron-core", "megatron-core | megatron-2021",
-     "the training stack whose defaults apply: model.attention, model.attention_dropout, parallel.zero_stage, "
+     "the training stack whose defaults apply: model.attention, model.attention_dropout, model.hidden_dropout, "
+     "parallel.zero_stage, "
      "parallel.dp_overlap, parallel.tp_backward_overlap, training.transformer_engine (each key given in the "
      "scenario wins)",
      set_framework},

@@ -101,9 +101,10 @@ void write_setup(std::ostream& out, const Scenario& s) {
                fp8 ? " (" + fp8_recipe_name(m.fp8_recipe) + " scaling)" : std::string(),
                grads ? ", " + precision_name(*grads) + " gradients" : std::string(),
                s.training.optimizer_offload ? ", optimizer on the host" : "");
-    fmt::print(out, "stack     {}: attention {}{}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",
+    fmt::print(out, "stack     {}: attention {}{}, hidden dropout {}, ZeRO {}, dp overlap {}, tp backward overlap {}, transformer engine {}\n",
                framework_name(s.stack.framework), attention_kernel_name(m.attention),
-               m.attention_dropout ? " with dropout" : " without dropout", p.zero_stage, p.dp_overlap ? "on" : "off",
+               m.attention_dropout ? " with dropout" : " without dropout", m.hidden_dropout ? "on" : "off", p.zero_stage,
+               p.dp_overlap ? "on" : "off",
                p.tp_backward_overlap ? "on" : "off", m.transformer_engine ? "on" : "off");
 }
 

@@ -70,7 +70,7 @@ constexpr const char* kModelKeys[] = {"name", "preset", "layers", "hidden", "hea
                                       "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_load_imbalance",
                                       "attention_kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                       "qk_rope_head_dim", "v_head_dim", "mtp_layers", "optimizer_offload",
-                                      "attention", "attention_dropout",
+                                      "attention", "attention_dropout", "hidden_dropout",
                                       "attention_mask", "tokens", "global_batch", "precision", "framework",
                                       "transformer_engine", "fp8_recipe", "grad_precision"};
 

@@ -68,7 +68,7 @@ double kernel_bytes(const LayerContext& c, LayerOp op) {
         case LayerOp::Softmax: return 2.0 * a * scores;
         case LayerOp::AttnDropout: return (2.0 * a + 1.0) * scores;
         case LayerOp::Bda1:
-        case LayerOp::Bda2: return (3.0 * a + 1.0) * s.residual;
+        case LayerOp::Bda2: return (3.0 * a + (d.hidden_dropout ? 1.0 : 0.0)) * s.residual;
         default: return (d.swiglu ? 3.0 : 2.0) * a * ffn;  // Act
     }
 }

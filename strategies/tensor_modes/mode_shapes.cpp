@@ -111,12 +111,12 @@ PerLayerOp mode_stored_activations(const LayerDims& d) {
     at(LayerOp::AttnDropout) = (kMask + a) * scores;
     at(LayerOp::Av) = a * attn_tokens * dbl(d.kv_width()) / s.head_div;
     at(LayerOp::Proj) = linear_input(LayerOp::Proj);
-    at(LayerOp::Bda1) = kMask * s.residual;
+    at(LayerOp::Bda1) = (d.hidden_dropout ? kMask : 0.0) * s.residual;  // no hidden dropout: no mask
     at(LayerOp::Ln2) = a * s.residual;
     at(LayerOp::Fc1) = linear_input(LayerOp::Fc1);
     at(LayerOp::Act) = a * s.mlp_tokens * dbl(d.fc1_width()) / s.head_div;
     at(LayerOp::Fc2) = linear_input(LayerOp::Fc2);
-    at(LayerOp::Bda2) = kMask * s.residual;
+    at(LayerOp::Bda2) = (d.hidden_dropout ? kMask : 0.0) * s.residual;
     return m;
 }
 

@@ -67,6 +67,28 @@ TEST_CASE("activation bytes per layer follow Korthikanti et al. for every parall
     }
 }
 
+// Without hidden dropout the two bias-dropout-adds keep no 1-byte mask (2sbh/t less under
+// sequence parallelism, 2sbh without) and move a byte per element less each.
+TEST_CASE("without hidden dropout a layer keeps no residual dropout masks") {
+    for (bool sp : {false, true}) {
+        Scenario with = korthikanti_case(2);
+        with.parallel.sequence_parallel = sp;
+        Scenario without = with;
+        without.model.hidden_dropout = false;
+        const double sbh = with.model.seq_len * 2.0 * with.model.hidden;
+        INFO("sequence parallel " << sp);
+        CHECK(per_layer_alloc(with, 'F') - per_layer_alloc(without, 'F') == Approx(2.0 * sbh / (sp ? 2.0 : 1.0)));
+        const auto bda_bytes = [](const Scenario& sc) {
+            const sim::Program p = build_program(sc, validate_plan(sc));
+            double bytes = 0.0;
+            for (const auto& op : p.op_lists.at(0).ops)
+                if (p.labels[op.label] == "F.bda1") bytes += op.bytes.value;
+            return bytes;
+        };
+        CHECK(bda_bytes(with) - bda_bytes(without) == Approx(sbh / (sp ? 2.0 : 1.0) * with.model.layers));
+    }
+}
+
 TEST_CASE("every allocation is released by the end of the iteration") {
     for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
         Scenario sc = cuboid::test::tiny_scenario(2, 2, 2, 4);

@@ -99,12 +99,14 @@ TEST_CASE("framework presets: each sets its stack's defaults, and a key the scen
     const FrameworkDefaults core = framework_defaults(Framework::MegatronCore);
     CHECK(core.attention == AttentionKernel::Fused);
     CHECK_FALSE(core.attention_dropout);
+    CHECK_FALSE(core.hidden_dropout);
     CHECK(core.zero_stage == 1);
     CHECK(core.dp_overlap);
     CHECK(core.tp_backward_overlap);
     const FrameworkDefaults old = framework_defaults(Framework::Megatron2021);
     CHECK(old.attention == AttentionKernel::Unfused);
     CHECK(old.attention_dropout);
+    CHECK(old.hidden_dropout);
     CHECK(old.zero_stage == 0);
     CHECK_FALSE(old.dp_overlap);
     CHECK_FALSE(old.tp_backward_overlap);
@@ -120,4 +122,8 @@ TEST_CASE("framework presets: each sets its stack's defaults, and a key the scen
     apply_framework(s);
     CHECK(s.model.attention == AttentionKernel::Fused);
     CHECK(s.parallel.zero_stage == 1);
+    CHECK_FALSE(s.model.hidden_dropout);
+    s.stack.hidden_dropout = true;  // given by the scenario
+    apply_framework(s);
+    CHECK(s.model.hidden_dropout);
 }
