@@ -61,6 +61,23 @@ std::vector<Sets> pipeline_steps(const Scenario& s) {
     return steps;
 }
 
+// Activation offloading where Megatron-Core allows it (no pipeline, no recomputation): an eighth
+// of all but the last layer more at a time (the plan validation refuses the rest).
+std::vector<Sets> offload_steps(const Scenario& s) {
+    std::vector<Sets> steps;
+    if (s.parallel.pipeline != 1 || s.parallel.recompute != Recompute::None) return steps;
+    constexpr int kParts = 8;
+    const int most = s.model.layers - 1;
+    int last = s.training.activation_offload_layers;
+    for (int k = 1; k <= kParts; ++k) {
+        const int n = (most * k + kParts - 1) / kParts;
+        if (n <= last) continue;
+        steps.push_back({fmt::format("training.activation_offload_layers={}", n)});
+        last = n;
+    }
+    return steps;
+}
+
 std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
     switch (kind) {
         case ChangeKind::SequenceParallel:
@@ -76,6 +93,7 @@ std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
             if (mixed && !s.training.grad_precision) return {{"training.grad_precision=bf16"}};
             return {};
         }
+        case ChangeKind::ActivationOffload: return offload_steps(s);
     }
     return {};
 }
@@ -124,6 +142,7 @@ std::string change_kind_name(ChangeKind k) {
         case ChangeKind::ZeroStage: return "zero_stage";
         case ChangeKind::Pipeline: return "pipeline";
         case ChangeKind::GradPrecision: return "grad_precision";
+        case ChangeKind::ActivationOffload: return "activation_offload";
     }
     return "unknown";
 }
@@ -140,7 +159,8 @@ std::string change_kinds_name(const std::vector<ChangeKind>& kinds) {
 namespace {
 
 constexpr ChangeKind kKinds[] = {ChangeKind::SequenceParallel, ChangeKind::Recompute, ChangeKind::MicroBatch,
-                                 ChangeKind::ZeroStage, ChangeKind::Pipeline, ChangeKind::GradPrecision};
+                                 ChangeKind::ZeroStage, ChangeKind::Pipeline, ChangeKind::GradPrecision,
+                                 ChangeKind::ActivationOffload};
 
 // Per pair of kinds, the least combination that fits: the steps i of `a` and j of `b` with the
 // smallest i + j (then the smaller i) whose memory walk fits, kept when its simulation confirms.

@@ -8,7 +8,9 @@
 //   ZeRO stage            the first higher one the plan validation accepts;
 //   pipeline degree       the first larger one with the same GPUs (data parallelism shrinks);
 //   bf16 gradients        (bf16 or fp8 training with the default fp32 gradients): 2 bytes per
-//                         parameter less, before ZeRO 2 shards them.
+//                         parameter less, before ZeRO 2 shards them;
+//   activation offloading (no pipeline, no recomputation): the first number of layers, in
+//                         eighths of all but the last layer, beyond the plan's own.
 // A change is kept only when the plan validation accepts the changed plan, its program's memory
 // walk (check_memory) fits, and its simulation (run_scenario) confirms the fit; it is shown
 // with the simulated iteration time, fastest first.
@@ -29,9 +31,10 @@
 
 namespace cuboid::cli {
 
-enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipeline, GradPrecision };
+enum class ChangeKind { SequenceParallel, Recompute, MicroBatch, ZeroStage, Pipeline, GradPrecision, ActivationOffload };
 
-// "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline", "grad_precision"
+// "sequence_parallel", "recompute", "micro_batch", "zero_stage", "pipeline", "grad_precision",
+// "activation_offload"
 std::string change_kind_name(ChangeKind k);
 // The kinds' names joined by "+" ("recompute+zero_stage").
 std::string change_kinds_name(const std::vector<ChangeKind>& kinds);

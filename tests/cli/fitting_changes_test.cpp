@@ -114,17 +114,44 @@ TEST_CASE("fitting changes: sequence parallelism, when it alone fits", "[fit]") 
 
 TEST_CASE("fitting changes: the least recomputation that fits (selective before full)", "[fit]") {
     const Scenario s = plan(1, 2, "tensor: 1, pipeline: 1, recompute: none, zero_stage: 2", "global_batch: 1");
-    // Between selective's peak and no recomputation's: selective is offered, not stage-aware or full.
-    check_only_change(s, ChangeKind::Recompute, {"parallel.recompute=selective"});
+    // Between selective's peak and no recomputation's: selective is offered, not stage-aware or
+    // full (offloading one of the two layers' activations fits too: the other change offered).
+    check_only_change(s, ChangeKind::Recompute, {"parallel.recompute=selective"}, 1);
     // Below selective's peak but above full's: stage-aware (the fewest layers recomputed) fits.
     const double selective = peak_with(s, {"parallel.recompute=selective"});
     const double full = peak_with(s, {"parallel.recompute=full"});
     REQUIRE(full < selective);
     const double headroom = headroom_for(s, (full + selective) / 2.0);
-    const auto changes = offered(s, headroom);
+    std::vector<FittingChange> changes;
+    for (const FittingChange& c : offered(s, headroom))
+        if (c.kinds == std::vector<ChangeKind>{ChangeKind::Recompute}) changes.push_back(c);
     REQUIRE(changes.size() == 1);
     CHECK(changes[0].sets == Sets{"parallel.recompute=stage-aware"});
     CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+}
+
+TEST_CASE("fitting changes: the least activation offloading that fits, where Megatron-Core allows it", "[fit]") {
+    // Eight layers, no recomputation, no pipeline: the steps are 1, 2, ..., 7 layers (eighths of
+    // all but the last, rounded up). Between the peaks with 3 and with 2 layers offloaded, 3 is
+    // offered and fits.
+    const Scenario s = plan(1, 8, "tensor: 1, pipeline: 1, recompute: none, zero_stage: 2", "global_batch: 1");
+    const double two = peak_with(s, {"training.activation_offload_layers=2"});
+    const double three = peak_with(s, {"training.activation_offload_layers=3"});
+    REQUIRE(three < two);
+    const double headroom = headroom_for(s, (two + three) / 2.0);
+    std::vector<FittingChange> offloads;
+    for (const FittingChange& c : offered(s, headroom))
+        if (c.kinds == std::vector<ChangeKind>{ChangeKind::ActivationOffload}) offloads.push_back(c);
+    REQUIRE(offloads.size() == 1);
+    CHECK(offloads[0].sets == Sets{"training.activation_offload_layers=3"});
+    CHECK(offloads[0].peak_memory_bytes == three);
+    CHECK(run_with(s, offloads[0].sets, headroom).fits_in_memory);
+    // With recomputation (Megatron-Core refuses offloading then) none is offered.
+    const Scenario recomputed = plan(1, 8, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 1");
+    const auto none = offered(recomputed, headroom_for(recomputed, peak_with(recomputed, {}) - 1.0));
+    CHECK(std::none_of(none.begin(), none.end(), [](const FittingChange& c) {
+        return c.kinds == std::vector<ChangeKind>{ChangeKind::ActivationOffload};
+    }));
 }
 
 TEST_CASE("fitting changes: the largest smaller micro-batch that fits and is valid", "[fit]") {
