@@ -65,6 +65,10 @@ void add_point(NcclTestsRun& run, double bytes, const std::string& type, double 
     // (a profile's sizes are whole bytes, at least 1: a fuzz finding wrote 0.5 as 0).
     if (bytes < 1.0 || seconds <= 0.0) return;
     if (bytes > 1e15) fail(run.source, "a message size above 1e15 bytes is not an nccl-tests measurement");
+    // nccl-tests prints sizes in whole bytes, and a profile's table holds whole bytes: a fraction
+    // would be written rounded, next to a row of that size (a fuzz finding: 1.48576 beside 1).
+    if (bytes != std::floor(bytes))
+        fail(run.source, "message size " + std::to_string(bytes) + " is not a whole number of bytes");
     if (run.data_type.empty()) run.data_type = type;
     run.points.push_back({"", 0, bytes, seconds, 0, "auto"});
 }
