@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <optional>
 
 #include "strategies/edge_ops.hpp"
@@ -175,11 +174,13 @@ private:
         if (!dense && !expert) return;
         const OpTag saved = e_.context();
         e_.set_context(OpTag{unit, st.micro, st.chunk, -1});
+        const auto reduce_scatter = [&](std::uint32_t label, double bytes, std::uint16_t group) {
+            return e_.comm(comm_op(OpKind::ReduceScatter, label, bytes, stream::kDataComm, group, comm_class::kData),
+                           e_.last_compute());
+        };
         if (dense) {
             const double bytes = params * plan_.grad_bytes_per_param;
-            std::uint32_t done = e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_reduce_scatter, bytes,
-                                                 stream::kDataComm, slot::kShard, comm_class::kData),
-                                         e_.last_compute());
+            std::uint32_t done = reduce_scatter(labels_.fsdp_reduce_scatter, bytes, slot::kShard);
             if (final_pass && l_.hybrid_sharding())
                 done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
                                        stream::kDataComm, slot::kReplica, comm_class::kData),
@@ -187,11 +188,8 @@ private:
             if (final_pass) reductions_.push_back(done);
         }
         if (expert) {
-            const std::uint32_t done =
-                e_.comm(comm_op(OpKind::ReduceScatter, labels_.fsdp_expert_reduce_scatter,
-                                experts * plan_.grad_bytes_per_param, stream::kDataComm, slot::kExpertData,
-                                comm_class::kData),
-                        e_.last_compute());
+            const std::uint32_t done = reduce_scatter(labels_.fsdp_expert_reduce_scatter,
+                                                      experts * plan_.grad_bytes_per_param, slot::kExpertData);
             if (final_pass) reductions_.push_back(done);
         }
         e_.set_context(saved);
@@ -315,7 +313,7 @@ private:
             const std::size_t first_op = e_.list().ops.size();
             emit_layer(LayerPass::Forward,
                        of_layer(fc && pre_checkpointed(base + i) ? checkpointed_ : context(base + i), global_layer(st.chunk, i)));
-            offload(st.micro, global_layer(st.chunk, i), first_op);
+            offload(global_layer(st.chunk, i), first_op);
         }
         at_layer(st, -1);
         if (last) {
@@ -429,7 +427,7 @@ private:
             const int unit = l_.first_layer_of(plan_.stage, chunk) + i;
             gathers.before(unit);
             at_layer(st, base + i);
-            reload_before_backward(st.micro, unit);
+            reload_before_backward(unit);
             emit_layer(LayerPass::Backward, of_layer(backward_context(st.micro, base + i), unit));
             done(unit, dense_params(unit), expert_params(unit));
         }
@@ -466,8 +464,9 @@ private:
     // offloaded layer, its stored activations (what its forward ops allocated and kept, from
     // `first_op` on) go to host memory on the offload stream, and their GPU copy is released when
     // the copy ends. Memory is walked in issue order, so the release counts right after the layer.
+    // Offloading runs without recomputation, so a layer keeps the same bytes every micro-batch.
     bool offloaded(int layer) const { return layer >= 0 && layer < plan_.activation_offload_layers; }
-    void offload(int micro, int layer, std::size_t first_op) {
+    void offload(int layer, std::size_t first_op) {
         if (!offloaded(layer)) return;
         double kept = 0.0;
         const auto& ops = e_.list().ops;
@@ -477,23 +476,26 @@ private:
         copy.stream = stream::kOffload;
         copy.memory_free = Bytes(kept);
         e_.comm(copy, e_.last_compute());
-        offloaded_bytes_[{micro, layer}] = kept;
+        offloaded_bytes_.resize(static_cast<std::size_t>(plan_.activation_offload_layers), 0.0);
+        offloaded_bytes_[static_cast<std::size_t>(layer)] = kept;
     }
     // Before the backward of layer `layer`: the reload of the layer below starts as this layer's
     // backward does (one layer of prefetch, as Transformer Engine's offload synchronizer), and
-    // this layer's backward waits for its own reload, issued one layer earlier.
-    void reload_before_backward(int micro, int layer) {
+    // this layer's backward waits for its own reload, issued one layer earlier. A micro-batch's
+    // backward runs its layers top down in one pass, so one prefetched reload is in flight.
+    void reload_before_backward(int layer) {
         if (plan_.activation_offload_layers == 0) return;
         std::uint32_t mine = kNoOp;
-        if (offloaded(layer)) {
-            const auto it = reloads_.find({micro, layer});
-            mine = it != reloads_.end() ? it->second : reload(micro, layer);
+        if (offloaded(layer)) mine = prefetched_layer_ == layer ? prefetched_ : reload(layer);
+        prefetched_layer_ = -1;
+        if (offloaded(layer - 1)) {
+            prefetched_ = reload(layer - 1);
+            prefetched_layer_ = layer - 1;
         }
-        if (offloaded(layer - 1)) reloads_[{micro, layer - 1}] = reload(micro, layer - 1);
         e_.wait_for(mine);
     }
-    std::uint32_t reload(int micro, int layer) {
-        const double bytes = offloaded_bytes_.at({micro, layer});
+    std::uint32_t reload(int layer) {
+        const double bytes = offloaded_bytes_.at(static_cast<std::size_t>(layer));
         sim::Op copy = memory_op(OpKind::HostToDevice, labels_.act_reload, bytes, comm_class::kOffload);
         copy.stream = stream::kReload;
         copy.memory_alloc = Bytes(bytes);
@@ -616,9 +618,11 @@ private:
     std::vector<std::uint32_t> deferred_sends_;  // activation sends waiting for the next R
     std::vector<OpTag> deferred_tags_;           // and the micro-batches they carry
     std::vector<std::uint32_t> reductions_;
-    // Activation offloading, per (micro-batch, layer): the bytes copied out, the reload issued.
-    std::map<std::pair<int, int>, double> offloaded_bytes_;
-    std::map<std::pair<int, int>, std::uint32_t> reloads_;
+    // Activation offloading: the bytes each offloaded layer copies out, and the reload issued
+    // ahead of its layer's backward (prefetched_layer_ -1: none).
+    std::vector<double> offloaded_bytes_;
+    std::uint32_t prefetched_ = kNoOp;
+    int prefetched_layer_ = -1;
     LayerContext plain_, checkpointed_, after_recompute_;
     LayerContext dense_[3];  // their dense twins (mixture of experts), in that order
     // Layer passes emitted so far, by context (one of the three above), pass and start shape.

@@ -80,6 +80,14 @@ std::vector<FittingChange> offered(const Scenario& s, double headroom) {
     return fitting_changes(s, c);
 }
 
+// The changes of one kind among those offered.
+std::vector<FittingChange> offered_of_kind(const Scenario& s, double headroom, ChangeKind kind) {
+    std::vector<FittingChange> out;
+    for (const FittingChange& c : offered(s, headroom))
+        if (c.kinds == std::vector<ChangeKind>{kind}) out.push_back(c);
+    return out;
+}
+
 // The plan does not fit between `fitting` (the changed plan's peak) and the original's peak;
 // exactly `expected` is offered, and applying it fits.
 // `others`: how many changes of other kinds also fit in that window (each checked the same way).
@@ -122,9 +130,7 @@ TEST_CASE("fitting changes: the least recomputation that fits (selective before 
     const double full = peak_with(s, {"parallel.recompute=full"});
     REQUIRE(full < selective);
     const double headroom = headroom_for(s, (full + selective) / 2.0);
-    std::vector<FittingChange> changes;
-    for (const FittingChange& c : offered(s, headroom))
-        if (c.kinds == std::vector<ChangeKind>{ChangeKind::Recompute}) changes.push_back(c);
+    const std::vector<FittingChange> changes = offered_of_kind(s, headroom, ChangeKind::Recompute);
     REQUIRE(changes.size() == 1);
     CHECK(changes[0].sets == Sets{"parallel.recompute=stage-aware"});
     CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
@@ -139,19 +145,16 @@ TEST_CASE("fitting changes: the least activation offloading that fits, where Meg
     const double three = peak_with(s, {"training.activation_offload_layers=3"});
     REQUIRE(three < two);
     const double headroom = headroom_for(s, (two + three) / 2.0);
-    std::vector<FittingChange> offloads;
-    for (const FittingChange& c : offered(s, headroom))
-        if (c.kinds == std::vector<ChangeKind>{ChangeKind::ActivationOffload}) offloads.push_back(c);
+    const std::vector<FittingChange> offloads = offered_of_kind(s, headroom, ChangeKind::ActivationOffload);
     REQUIRE(offloads.size() == 1);
     CHECK(offloads[0].sets == Sets{"training.activation_offload_layers=3"});
     CHECK(offloads[0].peak_memory_bytes == three);
     CHECK(run_with(s, offloads[0].sets, headroom).fits_in_memory);
     // With recomputation (Megatron-Core refuses offloading then) none is offered.
     const Scenario recomputed = plan(1, 8, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 1");
-    const auto none = offered(recomputed, headroom_for(recomputed, peak_with(recomputed, {}) - 1.0));
-    CHECK(std::none_of(none.begin(), none.end(), [](const FittingChange& c) {
-        return c.kinds == std::vector<ChangeKind>{ChangeKind::ActivationOffload};
-    }));
+    CHECK(offered_of_kind(recomputed, headroom_for(recomputed, peak_with(recomputed, {}) - 1.0),
+                          ChangeKind::ActivationOffload)
+              .empty());
 }
 
 TEST_CASE("fitting changes: the largest smaller micro-batch that fits and is valid", "[fit]") {
@@ -199,10 +202,7 @@ TEST_CASE("fitting changes: bf16 gradients, 2 bytes per parameter less", "[fit]"
     // fp16 training keeps its own gradients: nothing to offer.
     Scenario fp16 = s;
     fp16.training.precision = sim::Precision::Fp16;
-    const auto none = offered(fp16, headroom_for(fp16, peak_with(fp16, {}) - 1.0));
-    CHECK(std::none_of(none.begin(), none.end(), [](const FittingChange& c) {
-        return c.kinds == std::vector<ChangeKind>{ChangeKind::GradPrecision};
-    }));
+    CHECK(offered_of_kind(fp16, headroom_for(fp16, peak_with(fp16, {}) - 1.0), ChangeKind::GradPrecision).empty());
 }
 
 TEST_CASE("fitting changes: a change that does not fit is never offered", "[fit]") {

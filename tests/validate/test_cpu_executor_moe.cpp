@@ -53,6 +53,15 @@ void check_moe(const MoeCase& m) {
     CHECK(o.run.recompute_diff < 1e-12);
 }
 
+// The case's run with one op of stage `list` removed: the first `label` of a transformer layer,
+// or (`edge`) the first outside the layers.
+enum class Where : bool { Layer, Edge };
+Outcome without(const MoeCase& m, std::size_t list, const std::string& label, Where where = Where::Layer) {
+    TaggedProgram tp = build(moe_scenario(m));
+    erase_op(tp, list, where == Where::Layer ? first_op(tp, list, label, true) : first_edge_op(tp, list, label));
+    return run(m, &tp, std::chrono::milliseconds(2000));
+}
+
 MoeCase expert_parallel(int ep, int d) {
     MoeCase m{Case{1, 1, d}};
     m.ep = ep;
@@ -211,9 +220,7 @@ TEST_CASE("the check fails when an expert exchange is missing", "[cpu_executor][
     m.etp = 2;
     for (const char* label : {"F.ep.alltoall_dispatch", "F.ep.alltoall_combine", "F.etp.allgather", "F.etp.reducescatter",
                               "B.ep.alltoall_dispatch", "B.ep.alltoall_combine", "B.etp.allgather", "B.etp.reducescatter"}) {
-        TaggedProgram tp = build(moe_scenario(m));
-        erase_op(tp, 0, first_op(tp, 0, label, true));
-        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        const Outcome o = without(m, 0, label);
         INFO("without " << label << ": " << o.run.error << " worst gradient " << o.agreement.worst << " "
                         << o.agreement.grads);
         CHECK((!o.run.ok() || o.agreement.worst_of() > 1e-2));
@@ -225,9 +232,7 @@ TEST_CASE("the check fails without the expert-data reduction", "[cpu_executor][m
     for (int zero : {0, 1}) {
         MoeCase m = expert_parallel(2, 4);
         m.base.zero = zero;
-        TaggedProgram tp = build(moe_scenario(m));
-        erase_op(tp, 0, first_edge_op(tp, 0, zero ? "edp.reducescatter" : "edp.allreduce"));
-        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        const Outcome o = without(m, 0, zero ? "edp.reducescatter" : "edp.allreduce", Where::Edge);
         INFO("zero " << zero << ": " << o.run.error);
         REQUIRE_FALSE(o.run.ok());
         CHECK(o.run.error.find("expert-data") != std::string::npos);
@@ -235,9 +240,7 @@ TEST_CASE("the check fails without the expert-data reduction", "[cpu_executor][m
     // ZeRO-1 without the gather of the updated expert shards: replica 0 keeps stale experts.
     MoeCase m = expert_parallel(2, 4);
     m.base.zero = 1;
-    TaggedProgram tp = build(moe_scenario(m));
-    erase_op(tp, 0, first_edge_op(tp, 0, "edp.allgather"));
-    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    const Outcome o = without(m, 0, "edp.allgather", Where::Edge);
     INFO(o.run.error);
     REQUIRE(o.run.ok());
     CHECK(o.agreement.weights > 1e-3);
@@ -248,9 +251,7 @@ TEST_CASE("the check fails without the all-reduce of the router's row-partial gr
     // partial sum over them, completed by tp.grad_allreduce with the LayerNorms'.
     MoeCase m{Case{2, 1, 1, Schedule::OneFOneB, Recompute::None, true}};
     m.ep = 2;
-    TaggedProgram tp = build(moe_scenario(m));
-    erase_op(tp, 0, first_edge_op(tp, 0, "tp.grad_allreduce"));
-    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    const Outcome o = without(m, 0, "tp.grad_allreduce", Where::Edge);
     INFO(o.run.error);
     REQUIRE(o.run.ok());
     INFO("worst gradient: " << o.agreement.worst);
@@ -262,9 +263,7 @@ TEST_CASE("the check fails when an expert layer's recomputation is missing", "[c
     // top-k the un-permutation has none to weight the experts' outputs with.
     MoeCase m = expert_parallel(2, 2);
     m.base.recompute = Recompute::Full;
-    TaggedProgram tp = build(moe_scenario(m));
-    erase_op(tp, 0, first_op(tp, 0, "R.moe.router_topk", true));
-    const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+    const Outcome o = without(m, 0, "R.moe.router_topk");
     REQUIRE_FALSE(o.run.ok());
     INFO(o.run.error);
     CHECK(o.run.error.find("needs RouteWeights") != std::string::npos);
@@ -281,9 +280,7 @@ TEST_CASE("ZB-H1 with experts fails the check without a deferred weight gradient
           std::pair{"B.moe.expert_fc1.wgrad", "expert FC1 never computed"},
           std::pair{"B.moe.router.wgrad", "the router never computed"},
           std::pair{"B.moe.shared_fc1.wgrad", "shared-expert FC1 never computed"}}) {
-        TaggedProgram tp = build(moe_scenario(m));
-        erase_op(tp, 1, first_op(tp, 1, label, true));
-        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        const Outcome o = without(m, 1, label);
         INFO("without " << label << ": " << o.run.error);
         REQUIRE_FALSE(o.run.ok());
         CHECK(o.run.error.find(error) != std::string::npos);
@@ -336,9 +333,7 @@ TEST_CASE("ZeRO-3 of the experts fails the check without an expert gather or red
     for (const auto& [label, error] : {std::pair{"F.fsdp.expert_allgather", "routed experts of layer"},
                                        std::pair{"B.fsdp.expert_allgather", "routed experts of layer"},
                                        std::pair{"B.fsdp.expert_reducescatter", "routed experts' gradient of layer"}}) {
-        TaggedProgram tp = build(moe_scenario(m));
-        erase_op(tp, 0, first_op(tp, 0, label, true));
-        const Outcome o = run(m, &tp, std::chrono::milliseconds(2000));
+        const Outcome o = without(m, 0, label);
         INFO("without " << label << ": " << o.run.error);
         REQUIRE_FALSE(o.run.ok());
         CHECK(o.run.error.find(error) != std::string::npos);
