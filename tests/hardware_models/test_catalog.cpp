@@ -103,6 +103,31 @@ TEST_CASE("catalog: a value of the wrong type names file, line and key", "[catal
     }
 }
 
+TEST_CASE("catalog: a host copy rate out of range names file, line and key", "[catalog]") {
+    // host_copy_gb_per_s is optional; when given, each rate is a positive measured figure.
+    const std::string gpus =
+        "gpus:\n"
+        "  - name: x\n"
+        "    description: test\n"
+        "    architecture: test\n"
+        "    peak_tflops: {fp32: 1, tf32: 1, fp16: 1, bf16: 1, fp8: 0}\n"
+        "    memory_gib: 80\n"
+        "    memory_bandwidth_tb_per_s: 3\n"
+        "    sm_count: 100\n"
+        "    tdp_w: 700\n"
+        "    scaleup_gb_per_s: 450\n"
+        "    host_link_gb_per_s: 63\n"
+        "    host_copy_gb_per_s: {device_to_host: 0, host_to_device: 201}\n";
+    try {
+        (void)Catalog::parse(gpus, "nodes: []", "networks: []", "nccl: {}", "dir/");
+        FAIL("expected InputError");
+    } catch (const InputError& e) {
+        CHECK(e.where().file == "dir/gpus.yaml");
+        CHECK(e.where().line == 12);  // the line of "host_copy_gb_per_s"
+        CHECK(e.where().key == "gpus[0].host_copy_gb_per_s.device_to_host");
+    }
+}
+
 TEST_CASE("catalog: NCCL's tree correction is looked up by power-of-two size class", "[catalog]") {
     const Catalog catalog = Catalog::load_builtin();
     const NcclConstants& nccl = catalog.nccl();
