@@ -24,6 +24,19 @@ constexpr double kTieFraction = 1e-12;
 // full re-share would then find the same bottlenecks.
 constexpr double kLocalMargin = 1e-9;
 
+// s + c += x, compensated (Knuth's TwoSum: the rounding error of s + x, exactly, without a branch):
+// c collects the errors, so that s + c is the exact sum rounded once in all but contrived cases. Link
+// weights are sums of many flows' weights, and a folded run's quotient (fold.hpp) sums fewer,
+// larger ones for the same link: 16 flows of weight w add up to a double one unit in the last
+// place below 16 w, which four quotient flows of weight 4 w give exactly, and the rates (and a
+// completion, by a picosecond) then differ between the folded and the full run.
+void add_compensated(double& s, double& c, double x) {
+    const double t = s + x;
+    const double x_part = t - s;
+    c += (s - (t - x_part)) + (x - x_part);
+    s = t;
+}
+
 // Picoseconds to deliver `remaining` bytes at `rate`, rounded up: a flow must not be declared done
 // before its last byte has moved. Zero when what is left counts as delivered.
 std::int64_t ticks_to_deliver(double remaining, double done_below, double rate) {
@@ -336,6 +349,7 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
             L.weight = 0.0;
             L.unfrozen = 0;
             comp_links_.push_back(l);
+            L.weight_error = 0.0;
         }
         return L;
     };
@@ -358,7 +372,7 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
             for (std::uint32_t i = 0; i < f.use_count; ++i) {
                 if (!(f.uses[i].weight > 0.0)) continue;
                 LinkState& L = visit_link(f.uses[i].link);
-                L.weight += f.uses[i].weight;
+                add_compensated(L.weight, L.weight_error, f.uses[i].weight);
                 ++L.unfrozen;
             }
         }
@@ -393,7 +407,11 @@ double FlowNetwork::link_level(const LinkState& L) const {
 // in the same arithmetic: the rates are the same doubles.
 void FlowNetwork::water_fill() {
     comp_levels_.resize(comp_links_.size());
-    for (std::size_t i = 0; i < comp_links_.size(); ++i) comp_levels_[i] = link_level(links_[comp_links_[i]]);
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+        LinkState& L = links_[comp_links_[i]];
+        L.weight += L.weight_error;
+        comp_levels_[i] = link_level(L);
+    }
     std::size_t left = comp_flows_.size();
     while (left > 0) {
         double level = std::numeric_limits<double>::infinity();

@@ -122,6 +122,7 @@ private:
         std::uint32_t pos = 0;       // water-filling scratch: index in comp_links_
         double free = 0.0;
         double weight = 0.0;
+        double weight_error = 0.0;  // the rounding error of `weight` as collect_component sums it
     };
 
     FlowId allocate();

@@ -271,6 +271,32 @@ TEST_CASE("flows added or ended together and settled once end exactly as one by 
     CHECK(end_times.size() < a2a.size());  // and some end at the same time: settled together
 }
 
+TEST_CASE("sixteen flows of weight w share a link to the bit as four flows of weight 4 w", "[sim][flow_network]") {
+    // A folded run (fold.hpp) carries the four images of a flow as one quotient flow of their
+    // summed weight: 16 data-parallel flows on a NIC link of the full network are 4 flows of
+    // weight 4 w on its quotient, and both must give the same rates and completions to the
+    // picosecond (so the same fingerprint). The weight and capacity are those of a NIC link of
+    // scenarios/papers/merak/gpt-8.3b.yaml, where 16 additions of w came to one unit in the last
+    // place below 16 w and a completion moved by a picosecond.
+    const double w = 0x1.10572620ae4c4p+0;
+    const std::vector<Link> links{{"nic", BytesPerSecond(0x1.74876e8p+34)}};
+    const auto drive = [&](int flows, double weight) {
+        Driver d(links);
+        std::vector<FlowId> ids;
+        for (int i = 0; i < flows; ++i) ids.push_back(d.start({{0, weight}}, 0x1.b05dp+25));
+        std::vector<double> rates;
+        for (const FlowId id : ids) rates.push_back(d.net.rate(id).value);
+        const auto done = d.run();
+        return std::pair{rates, done.at(ids.front())};
+    };
+    const auto [full_rates, full_end] = drive(16, w);
+    const auto [quotient_rates, quotient_end] = drive(4, 4.0 * w);
+    const double fair = 0x1.74876e8p+34 / (16.0 * w);  // 16 w is exact: w times a power of two
+    for (const double r : full_rates) CHECK(r == fair);
+    for (const double r : quotient_rates) CHECK(r == fair);
+    CHECK(full_end == quotient_end);
+}
+
 TEST_CASE("a flow without links is done at once", "[sim][flow_network]") {
     const std::vector<Link> links{{"l", gigabytes_per_second(1.0)}};
     FlowNetwork net(links);
