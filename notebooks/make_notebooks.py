@@ -15,7 +15,7 @@ COMMON_PARAMETERS = ("- `CUBOID_FIGURES`: the folder the figure is written to (c
                      "unset, the figure is only shown in the notebook.\n"
                      "- `CUBOID_BIN`: the `cuboid` binary (default `build/cuboid` from the repository root).\n")
 
-SETUP = '''import json, os, subprocess, tempfile
+SETUP = '''import atexit, json, os, shutil, subprocess, tempfile
 from pathlib import Path
 import matplotlib
 matplotlib.use("Agg")
@@ -25,7 +25,8 @@ import pandas as pd
 NOTEBOOKS = Path.cwd() if (Path.cwd() / "scenarios").is_dir() else Path.cwd() / "notebooks"
 ROOT = NOTEBOOKS.parent
 CUBOID = os.environ.get("CUBOID_BIN", str(ROOT / "build" / "cuboid"))
-WORK = Path(tempfile.mkdtemp(prefix="cuboid-notebook-"))  # files cuboid writes for this notebook
+WORK = Path(tempfile.mkdtemp(prefix="cuboid-notebook-"))  # files cuboid writes for this notebook,
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # removed when the kernel exits
 
 def parameter(name):
     """The environment variable `name` when set and not empty, else None."""

@@ -7,6 +7,7 @@
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/compute_model.hpp"
 #include "hardware_models/profile.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::calibrate;
@@ -40,7 +41,7 @@ Measurements synthetic() {
 }
 
 hw::HardwareProfile round_trip(const FittedProfile& f) {
-    const auto path = (std::filesystem::temp_directory_path() / "cuboid-calibrate-roundtrip.yaml").string();
+    const auto path = cuboid::scratch::file("cuboid-calibrate-roundtrip.yaml").string();
     write_profile(f, path);
     hw::HardwareProfile p = hw::HardwareProfile::load(path);
     std::remove(path.c_str());

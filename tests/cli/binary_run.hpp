@@ -14,12 +14,13 @@
 #include <catch2/catch.hpp>
 
 #include "tests/cli/cli_outcome.hpp"
+#include "tests/scratch_dir.hpp"
 
 namespace cuboid::cli::test {
 
 // Runs `cuboid ARGS`, stdout captured, stderr into a file read back.
 inline Outcome run_cuboid(const std::string& args) {
-    const auto err_path = std::filesystem::temp_directory_path() / "cuboid_binary_test.err";
+    const auto err_path = cuboid::scratch::file("cuboid_binary_test.err");
     const std::string command = std::string("'") + CUBOID_BINARY + "' " + args + " 2> '" + err_path.string() + "'";
     Outcome o;
     FILE* pipe = popen(command.c_str(), "r");
@@ -39,7 +40,7 @@ inline Outcome run_cuboid(const std::string& args) {
 inline std::string write_temp_file(const std::string& prefix, const std::string& name, const std::string& text) {
     std::string file = prefix;
     file += name;
-    const auto path = std::filesystem::temp_directory_path() / file;
+    const auto path = cuboid::scratch::file(file);
     std::ofstream(path) << text;
     return path.string();
 }

@@ -15,6 +15,7 @@
 #include "tests/cli/binary_run.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using cuboid::cli::test::contains;
 using cuboid::cli::test::Outcome;
@@ -60,7 +61,7 @@ TEST_CASE("cuboid run --json - prints every contract field with its type", "[cli
 }
 
 TEST_CASE("cuboid run on a bad file exits 2 with one located message", "[cli][binary]") {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_binary_test_bad.yaml";
+    const auto path = cuboid::scratch::file("cuboid_binary_test_bad.yaml");
     std::ofstream(path) << "model:\n  preset: gpt-39b\nparallel:\n  tensor: eight\n";
     const Outcome o = run_cuboid("run '" + path.string() + "' --json -");
     CHECK(o.code == 2);
@@ -84,7 +85,7 @@ TEST_CASE("two runs give the same JSON except the wall time", "[cli][binary]") {
 
 TEST_CASE("cuboid sweep --csv - writes only the CSV, and no progress line off a terminal", "[cli][binary]") {
     // 2 x 2 points of GPT 1.7B on one 8-GPU node (standard error goes to a file here, not a terminal).
-    const auto file = std::filesystem::temp_directory_path() / "cuboid_binary_test_sweep.yaml";
+    const auto file = cuboid::scratch::file("cuboid_binary_test_sweep.yaml");
     std::ofstream(file) << "model: {preset: gpt-1.7b}\n"
                            "cluster: {gpu: a100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
                            "training: {global_batch: 16}\n"

@@ -15,6 +15,7 @@
 #include "strategies/cli/sweep_points.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid::cli;
 using namespace cuboid::cli::test;
@@ -24,7 +25,7 @@ namespace {
 const std::string kDefault = std::string(CUBOID_SOURCE_DIR) + "/scenarios/default.yaml";
 
 std::string write_temp(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("cuboid-bounds-test-" + name);
+    const auto path = cuboid::scratch::file("cuboid-bounds-test-" + name);
     std::ofstream(path) << text;
     return path.string();
 }
@@ -57,7 +58,7 @@ TEST_CASE("input files must be regular files of bounded size", "[cli][bounds]") 
     CHECK(contains(folder.err, "is a folder, not a scenario file"));
 
     // A sparse file just over the cap: refused from its size, without reading it.
-    const auto big = std::filesystem::temp_directory_path() / "cuboid-bounds-test-big.yaml";
+    const auto big = cuboid::scratch::file("cuboid-bounds-test-big.yaml");
     std::ofstream(big) << "name: big\n";
     std::filesystem::resize_file(big, (std::uintmax_t{16} << 20) + 1);
     const auto large = run_cli({"run", big.string()});

@@ -11,6 +11,7 @@
 #include "strategies/cli/list_command.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid::cli;
 using namespace cuboid::cli::test;
@@ -140,7 +141,7 @@ TEST_CASE("run: --json - leaves only JSON on stdout; --quiet none at all", "[cli
 }
 
 TEST_CASE("run: --trace writes a Trace Event JSON document", "[cli][main]") {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_cli_test.trace.json";
+    const auto path = cuboid::scratch::file("cuboid_cli_test.trace.json");
     const auto o = run_cli(with({"run", kDefault, "--quiet", "--trace", path.string()}, kSmall));
     REQUIRE(o.code == 0);
     std::ifstream in(path);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/binary_run.hpp"
+#include "tests/scratch_dir.hpp"
 
 using cuboid::cli::test::Outcome;
 using cuboid::cli::test::run_cuboid;
@@ -107,7 +108,7 @@ TEST_CASE("cuboid whatif without cost keys reports both costs with sources, in t
         "  - {name: gpt, preset: gpt-1.7b, tokens: 1e9, global_batch: 16}\n"
         "clusters:\n"
         "  - {name: h100, gpu: h100-sxm-80gb, nodes: 1, gpus_per_node: 8, intra_node: nvswitch, node_overhead_w: 4600}\n");
-    const std::string csv = (std::filesystem::temp_directory_path() / "cuboid_cost_test.csv").string();
+    const std::string csv = cuboid::scratch::file("cuboid_cost_test.csv").string();
     const Outcome o = run_cuboid("whatif '" + study + "' --csv '" + csv + "'");
     INFO(o.out << o.err);
     REQUIRE(o.code == 0);

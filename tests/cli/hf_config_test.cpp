@@ -22,6 +22,7 @@
 #include "strategies/run.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -79,7 +80,7 @@ std::string scenario_in(const std::filesystem::path& dir, const std::string& mod
 }
 
 std::filesystem::path temp_dir(const std::string& name) {
-    return std::filesystem::temp_directory_path() / ("cuboid_hf_config_test_" + name);
+    return cuboid::scratch::file("cuboid_hf_config_test_" + name);
 }
 
 }  // namespace

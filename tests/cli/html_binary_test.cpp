@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/binary_run.hpp"
+#include "tests/scratch_dir.hpp"
 
 using cuboid::cli::test::Outcome;
 using cuboid::cli::test::run_cuboid;
@@ -23,7 +24,7 @@ namespace {
 const std::string kData = std::string(CUBOID_SOURCE_DIR) + "/tests/cli/data/";
 
 std::string temp(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("cuboid_html_test_" + name)).string();
+    return (cuboid::scratch::file("cuboid_html_test_" + name)).string();
 }
 
 std::string read(const std::string& path) {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/scratch_dir.hpp"
+
 using nlohmann::json;
 
 namespace {
@@ -30,7 +32,7 @@ std::string slurp(const std::string& p) {
 }
 
 std::string temp(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("cuboid-long-work-" + std::to_string(getpid()) + "-" + name))
+    return (cuboid::scratch::file("cuboid-long-work-" + std::to_string(getpid()) + "-" + name))
         .string();
 }
 

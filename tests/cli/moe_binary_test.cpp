@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/binary_run.hpp"
+#include "tests/scratch_dir.hpp"
 
 using cuboid::cli::test::Outcome;
 using cuboid::cli::test::run_cuboid;
@@ -101,7 +102,7 @@ TEST_CASE("cuboid search covers the expert degrees of a mixture of experts", "[c
                        "training: {global_batch: 16}\n"
                        "search: {tensor: [1, 2], pipeline: [1], micro_batch: [1], schedule: [1f1b], recompute: [full],\n"
                        "         zero_stage: [1], expert: [1, 2, 4, 8], expert_tensor: [1, 2]}\n");
-    const std::string csv = (std::filesystem::temp_directory_path() / "cuboid_moe_search.csv").string();
+    const std::string csv = cuboid::scratch::file("cuboid_moe_search.csv").string();
     const Outcome o = run_cuboid("search '" + path + "' --csv '" + csv + "'");
     INFO(o.out << o.err);
     REQUIRE(o.code == 0);

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/scratch_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,7 +26,7 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path temp(const std::string& name) {
-    return fs::temp_directory_path() / ("cuboid-output-test-" + std::to_string(getpid()) + "-" + name);
+    return cuboid::scratch::file("cuboid-output-test-" + std::to_string(getpid()) + "-" + name);
 }
 
 // `args` through the shell: it may redirect standard output ("> /dev/full").
@@ -101,7 +103,7 @@ TEST_CASE("an input error leaves the existing outputs byte for byte", "[cli][bin
     }
     // Nothing left beside them: the temporaries of the outputs opened before the error are gone.
     std::size_t ours = 0;
-    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+    for (const auto& entry : fs::directory_iterator(cuboid::scratch::folder()))
         ours += entry.path().filename().string().find("cuboid-output-test-" + std::to_string(getpid()) + "-old") !=
                 std::string::npos;
     CHECK(ours == 3);

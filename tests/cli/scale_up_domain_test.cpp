@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/binary_run.hpp"
+#include "tests/scratch_dir.hpp"
 
 using cuboid::cli::test::Outcome;
 using cuboid::cli::test::run_cuboid;
@@ -17,7 +18,7 @@ namespace {
 
 // A small model on GB200 with `cluster_lines` under `cluster:` (from line 6) and `tensor`.
 std::string scenario(const std::string& cluster_lines, int tensor = 4) {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_scale_up_domain_test.yaml";
+    const auto path = cuboid::scratch::file("cuboid_scale_up_domain_test.yaml");
     std::ofstream(path) << "name: nvl\n"
                            "model:\n"
                            "  preset: gpt-1.7b\n"

@@ -7,6 +7,7 @@
 
 #include "strategies/cli/scenario_loader.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -183,7 +184,7 @@ TEST_CASE("missing model dimensions or batch are reported after loading", "[cli]
 }
 
 TEST_CASE("a profile path is taken from the scenario's folder and must exist", "[cli][loader]") {
-    const auto dir = std::filesystem::temp_directory_path() / "cuboid_cli_profile_test";
+    const auto dir = cuboid::scratch::file("cuboid_cli_profile_test");
     std::filesystem::create_directories(dir / "profiles");
     std::ofstream(dir / "profiles" / "p.yaml") << "gpu: a100-sxm-80gb\n";
     std::ofstream(dir / "s.yaml") << "cluster:\n  profile: profiles/p.yaml\n";

@@ -16,6 +16,7 @@
 #include "strategies/cli/sweep_output.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid::cli;
 using namespace cuboid::cli::test;
@@ -50,7 +51,7 @@ constexpr const char* kSweepText =
 constexpr std::size_t kPoints = 4 * 2 * 2;
 
 std::string write_temp(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("cuboid-sweep-test-" + name);
+    const auto path = cuboid::scratch::file("cuboid-sweep-test-" + name);
     std::ofstream(path) << text;
     return path.string();
 }

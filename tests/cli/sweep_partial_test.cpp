@@ -16,6 +16,7 @@
 #include "strategies/cli/sweep_output.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -49,7 +50,7 @@ SweepResult three_points_one_not_run() {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("cuboid-sweep-partial-" + name);
+    const auto path = cuboid::scratch::file("cuboid-sweep-partial-" + name);
     std::ofstream(path) << text;
     return path.string();
 }

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/scratch_dir.hpp"
+
 using nlohmann::json;
 
 namespace {
@@ -34,8 +36,7 @@ std::string slurp(const std::filesystem::path& p) {
 }
 
 Run shell(const std::string& command) {
-    const auto err_path = std::filesystem::temp_directory_path() /
-                          ("cuboid-sweep-process-" + std::to_string(getpid()) + ".err");
+    const auto err_path = cuboid::scratch::file("cuboid-sweep-process-" + std::to_string(getpid()) + ".err");
     const std::string full = command + " > /dev/null 2> '" + err_path.string() + "'";
     Run r;
     const int status = std::system(full.c_str());
@@ -46,7 +47,7 @@ Run shell(const std::string& command) {
 
 std::string temp(const std::string& name) {
     // Per process: CTest runs this executable twice at once (the [signal] and [mpi] cases).
-    return (std::filesystem::temp_directory_path() / ("cuboid-sweep-process-" + std::to_string(getpid()) + "-" + name))
+    return (cuboid::scratch::file("cuboid-sweep-process-" + std::to_string(getpid()) + "-" + name))
         .string();
 }
 

@@ -14,6 +14,7 @@
 #include "strategies/training_cost.hpp"
 #include "tests/cli/cli_outcome.hpp"
 #include "tests/cli/loader_fixtures.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::cli;
@@ -22,7 +23,7 @@ using namespace cuboid::cli::test;
 namespace {
 
 std::string write_study(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("cuboid-whatif-test-" + name);
+    const auto path = cuboid::scratch::file("cuboid-whatif-test-" + name);
     std::ofstream(path) << text;
     return path.string();
 }

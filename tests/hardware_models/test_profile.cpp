@@ -10,6 +10,7 @@
 #include "hardware_models/errors.hpp"
 #include "hardware_models/hardware.hpp"
 #include "hardware_models/profile.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::hw;
@@ -92,7 +93,7 @@ TEST_CASE("profile: wrong types are input errors with the key", "[profile]") {
 }
 
 TEST_CASE("profile: a cluster's profile replaces the catalog curves and collective costs", "[profile]") {
-    const std::string path = (std::filesystem::temp_directory_path() / "cuboid-profile-test.yaml").string();
+    const std::string path = cuboid::scratch::file("cuboid-profile-test.yaml").string();
     std::ofstream(path) << kProfile;
     ClusterSpec spec;
     spec.gpu = "a100-sxm-80gb";
@@ -113,7 +114,7 @@ TEST_CASE("profile: a cluster's profile replaces the catalog curves and collecti
 }
 
 TEST_CASE("profile: measured on another GPU is an input error", "[profile]") {
-    const std::string path = (std::filesystem::temp_directory_path() / "cuboid-profile-test2.yaml").string();
+    const std::string path = cuboid::scratch::file("cuboid-profile-test2.yaml").string();
     std::ofstream(path) << kProfile;
     ClusterSpec spec;
     spec.gpu = "h100-sxm-80gb";

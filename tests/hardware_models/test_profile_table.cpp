@@ -12,6 +12,7 @@
 #include "hardware_models/hardware.hpp"
 #include "hardware_models/profile.hpp"
 #include "hw_test_util.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::hw;
@@ -116,7 +117,7 @@ collectives:
 }
 
 TEST_CASE("profile table: the planner prices a one-node group from the table", "[profile]") {
-    const std::string path = (std::filesystem::temp_directory_path() / "cuboid-profile-table-test.yaml").string();
+    const std::string path = cuboid::scratch::file("cuboid-profile-table-test.yaml").string();
     std::ofstream(path) << kProfile;
     auto spec = test::a100_cluster(2);
     spec.profile = path;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "sim/output_file.hpp"
+#include "tests/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using cuboid::sim::OutputError;
@@ -26,7 +27,7 @@ namespace {
 struct Folder {
     fs::path path;
     explicit Folder(const std::string& tag)
-        : path(fs::temp_directory_path() / ("cuboid-output-file-" + std::to_string(getpid()) + "-" + tag)) {
+        : path(cuboid::scratch::file("cuboid-output-file-" + std::to_string(getpid()) + "-" + tag)) {
         fs::remove_all(path);
         fs::create_directories(path);
     }

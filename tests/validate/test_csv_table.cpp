@@ -4,11 +4,12 @@
 #include <fstream>
 
 #include "validate/published/csv_table.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid::validate;
 
 TEST_CASE("CSV table reads header, fields, CRLF and empty fields", "[validate]") {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_csv_table_test.csv";
+    const auto path = cuboid::scratch::file("cuboid_csv_table_test.csv");
     {
         std::ofstream out(path, std::ios::binary);
         out << "name,value,empty\r\na,1.5,\r\nb,2e3,x\r\n";
@@ -25,7 +26,7 @@ TEST_CASE("CSV table reads header, fields, CRLF and empty fields", "[validate]")
 }
 
 TEST_CASE("CSV table reads quoted fields with commas and doubled quotes", "[validate]") {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_csv_table_quoted.csv";
+    const auto path = cuboid::scratch::file("cuboid_csv_table_quoted.csv");
     {
         std::ofstream out(path, std::ios::binary);
         out << "id,notes,value\n"

@@ -13,6 +13,7 @@
 #include "tests/strategies/strategy_fixtures.hpp"
 #include "validate/plan/execution_plan.hpp"
 #include "validate/report/prediction.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::validate;
@@ -21,7 +22,7 @@ namespace {
 
 // A profile with only a host section (no metadata: any GPU), in a file of its own.
 std::string host_profile_file() {
-    const auto path = std::filesystem::temp_directory_path() / "cuboid-test-host-profile.yaml";
+    const auto path = cuboid::scratch::file("cuboid-test-host-profile.yaml");
     std::ofstream(path) << "format: cuboid-hardware-profile/1\nhost:\n  dispatch_us: 50\n  sync: [optimizer, pipeline]\n";
     return path.string();
 }

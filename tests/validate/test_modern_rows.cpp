@@ -14,6 +14,7 @@
 #include "strategies/layout.hpp"
 #include "validate/published/modern_rows.hpp"
 #include "validate/published/modern_summary.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid;
 using namespace cuboid::validate;
@@ -41,7 +42,7 @@ TEST_CASE("modern: a row's throughput converts to its iteration time", "[validat
     // 256 * 2048 / (726 * 128) = 524288 / 92928 = 5.64187 s.
     CHECK(modern_measured_seconds(t, row_of(t, "nemo2407-gpt3-175b-128")) == Approx(5.64187).epsilon(1e-5));
 
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_modern_metric.csv";
+    const auto path = cuboid::scratch::file("cuboid_modern_metric.csv");
     {
         std::ofstream out(path);
         out << "row_id,measured_metric,measured_value,global_batch,seq_len,gpus\nx,mfu,0.4,8,2048,8\n";
@@ -155,7 +156,7 @@ TEST_CASE("modern: a gradient dtype cuboid does not know is refused at its key",
     const std::string::size_type at = text.find(",bf16,NeMo", row);  // grad_reduce_dtype, framework
     REQUIRE(at < text.find('\n', row + 1));
     text.replace(at, 6, ",half,");
-    const auto path = std::filesystem::temp_directory_path() / "cuboid_modern_grad_dtype.csv";
+    const auto path = cuboid::scratch::file("cuboid_modern_grad_dtype.csv");
     std::ofstream(path) << text;
     const CsvTable t = CsvTable::read(path.string());
     std::filesystem::remove(path);

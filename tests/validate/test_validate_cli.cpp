@@ -10,6 +10,7 @@
 
 #include "validate/cli/validate_main.hpp"
 #include "validate/cuda/gpu_executor.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace cuboid::validate;
 namespace fs = std::filesystem;
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Files {
-    fs::path dir = fs::temp_directory_path() / "cuboid-validate-cli-test";
+    fs::path dir = cuboid::scratch::file("cuboid-validate-cli-test");
     fs::path scenario = dir / "s.yaml", measured = dir / "m.json", csv = dir / "c.csv";
     Files() {
         fs::create_directories(dir);
