@@ -77,13 +77,22 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
         mem.recompute[i] = mem.forward[i];
         mem.forward[i] = 0.0;
     };
-    if (r == Recompute::Selective && d.fused_attention) {
+    const auto attn = static_cast<std::size_t>(LayerOp::Attn);
+    if (r == Recompute::Selective && d.mla && d.recompute_mla_up) {
+        // Megatron-Core's mla_up_proj: the up-projections' output (Q, K and V, rotated) is
+        // discarded once the attention core has read it and written again from the kept latents
+        // before the core's backward, which reads it.
+        mem.recomputed_qkv = d.act_bytes * static_cast<double>(d.tokens()) *
+                             static_cast<double>(d.q_width() + d.k_width() + d.v_width()) / static_cast<double>(d.t);
+        mem.forward[attn] -= mem.recomputed_qkv;
+    }
+    const bool core = r == Recompute::Selective && d.recompute_core_attention;  // core_attn among the modules
+    if (core && d.fused_attention) {
         // Megatron-Core checkpoints the core attention: Q, K and V stay as the checkpoint's inputs,
         // the kernel runs again before the backward and keeps its statistics then.
-        const auto attn = static_cast<std::size_t>(LayerOp::Attn);
         mem.recompute[attn] = fused_attention_stats_bytes(d);
         mem.forward[attn] -= mem.recompute[attn];
-    } else if (r == Recompute::Selective) {
+    } else if (core) {
         move_to_recompute(LayerOp::Softmax);
         move_to_recompute(LayerOp::AttnDropout);
     } else if (r == Recompute::Full) {

@@ -30,6 +30,9 @@ PerLayerOp stored_activations(const LayerDims& d);
 struct LayerMemory {
     PerLayerOp forward{};    // allocated by the ordinary forward kernel
     PerLayerOp recompute{};  // allocated by its recomputation before the backward
+    // Selective recomputation of latent attention's up-projections (mla_up_proj): the Q, K and V
+    // the attention core keeps, written again before its backward and freed by it.
+    double recomputed_qkv = 0.0;
 };
 
 // none: all in forward. selective: softmax output, dropout mask and output recomputed (the

@@ -189,6 +189,7 @@ LayerContext sub_batch(const LayerContext& c) {
         sub.memory.forward[i] /= c.overlap_chunks;
         sub.memory.recompute[i] /= c.overlap_chunks;
     }
+    sub.memory.recomputed_qkv /= c.overlap_chunks;
     sub.overlap_chunks = 1;
     return sub;
 }
@@ -341,7 +342,7 @@ void selective_recompute(OpEmitter& e, const LayerContext& c) {
 void fused_attention_backward(OpEmitter& e, const LayerContext& c) {
     if (c.dims.cp > 1) return emit_context_attention_backward(e, c, freed(c, LayerOp::Attn));
     sim::Op o = fused_attention_op(c.labels->bwd[idx(LayerOp::Attn)], c.dims, true, OpCategory::Compute);
-    o.memory_free = Bytes(freed(c, LayerOp::Attn));
+    o.memory_free = Bytes(freed(c, LayerOp::Attn) + c.memory.recomputed_qkv);
     e.compute(o);
 }
 
@@ -367,7 +368,11 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
     backward_memory(e, c, LayerOp::Bda1);
     e.wait_for(gather_after_last(e, c));
     backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
-    if (c.recompute == Recompute::Selective) selective_recompute(e, c);
+    if (c.recompute == Recompute::Selective && c.memory.recomputed_qkv > 0.0) {  // mla_up_proj
+        emit_mla_up_projections_recompute(e, c);
+        if (runs(c.dims, LayerOp::Rope)) forward_kernel(e, c, Phase::Recompute, LayerOp::Rope);
+    }
+    if (c.recompute == Recompute::Selective && c.dims.recompute_core_attention) selective_recompute(e, c);
     if (c.dims.fused_attention) {
         fused_attention_backward(e, c);
     } else {

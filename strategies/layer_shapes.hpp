@@ -37,6 +37,10 @@ struct LayerDims {
     bool fused_attention = false;
     bool attn_dropout = true;
     bool hidden_dropout = true;  // the bias-dropout-adds keep a mask (ModelSpec::hidden_dropout)
+    // What selective recomputation runs again (ParallelPlan::recompute_modules): the attention
+    // core, and latent attention's up-projections with the rotary embedding.
+    bool recompute_core_attention = true;
+    bool recompute_mla_up = false;
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
@@ -50,6 +54,10 @@ struct LayerDims {
     // every sequence (2 of its 2c chunks) and attend them to all `keys` = the whole sequence.
     std::int64_t cp = 1;
     ContextMode cp_mode = ContextMode::Ring;
+    void set_recompute_modules(const ParallelPlan::RecomputeModules& m) {
+        recompute_core_attention = m.core_attn;
+        recompute_mla_up = m.mla_up_proj;
+    }
     void set_context(int c, ContextMode mode) {
         if (c <= 1) return;
         keys = attended();

@@ -79,6 +79,18 @@ void emit_mla_projections_forward(OpEmitter& e, const LayerContext& c, Phase ph)
     e.compute(gemm(c, label[idx(MlaOp::KvUp)], g.kv_up, category(ph)));
 }
 
+void emit_mla_up_projections_recompute(OpEmitter& e, const LayerContext& c) {
+    const LayerDims& d = c.dims;
+    const auto& label = c.labels->mla[static_cast<std::size_t>(Phase::Recompute)];
+    if (d.sp)
+        e.wait_for(emit_tp_collective_of(e, c, Phase::Recompute, OpKind::AllGather, gathered_latent_bytes(d),
+                                         e.last_compute()));
+    sim::Op q_up = gemm(c, label[idx(MlaOp::QUp)], c.gemms.q_up, OpCategory::Recompute);
+    q_up.memory_alloc = Bytes(c.memory.recomputed_qkv);
+    e.compute(q_up);
+    e.compute(gemm(c, label[idx(MlaOp::KvUp)], c.gemms.kv_up, OpCategory::Recompute));
+}
+
 void emit_mla_projections_backward(OpEmitter& e, const LayerContext& c) {
     const LayerDims& d = c.dims;
     const LayerGemms& g = c.gemms;

@@ -47,6 +47,10 @@ double mla_stored_bytes(const LayerDims& d);
 // The forward (or recomputed) projections after LayerNorm 1, up to Q, K and V rotated; allocates
 // mla_stored_bytes on the first down-projection.
 void emit_mla_projections_forward(OpEmitter& e, const LayerContext& c, Phase ph);
+// Selective recomputation of the up-projections (mla_up_proj), before the attention core's
+// backward: under sequence parallelism the normalised latents gathered again, then the two
+// up-projections, allocating LayerMemory::recomputed_qkv (the caller runs the rotary embedding).
+void emit_mla_up_projections_recompute(OpEmitter& e, const LayerContext& c);
 // Their backward after the attention core's (and the rotary embedding's); LayerNorm 1's backward
 // may follow at once. Under defer_weight_grad the four weight gradients wait for
 // emit_mla_weight_grads.

@@ -111,6 +111,12 @@ std::string fp8_recipe_name(Fp8Recipe r) { return name_in(fp8_recipe_table(), r)
 std::string precision_name(sim::Precision p) { return name_in(precision_table(), p); }
 std::string to_string(Schedule s) { return name_in(schedule_table(), s); }
 std::string to_string(Recompute r) { return name_in(recompute_table(), r); }
+std::vector<std::string> module_names(const ParallelPlan::RecomputeModules& m) {
+    std::vector<std::string> names;
+    if (m.core_attn) names.emplace_back("core_attn");
+    if (m.mla_up_proj) names.emplace_back("mla_up_proj");
+    return names;
+}
 std::string to_string(TensorMode m) { return name_in(tensor_mode_table(), m); }
 std::string to_string(ContextMode m) { return name_in(context_mode_table(), m); }
 

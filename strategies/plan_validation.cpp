@@ -237,6 +237,23 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
               to_string(sc.parallel.schedule) + " splits the backward, which is not modelled with activation offloading");
 }
 
+// Megatron-Core's recompute_modules: a choice of selective recomputation; mla_up_proj of the
+// latent attention's Q, K and V, which the fused attention kernel keeps (the unfused core keeps
+// them as its GEMMs' operands, not modelled with it).
+void check_recompute_modules(const Checker& c, const Scenario& sc) {
+    const std::string key = "parallel.recompute_modules";
+    const ParallelPlan::RecomputeModules& m = sc.parallel.recompute_modules;
+    if (!sc.key_lines.contains(key) && m.core_attn && !m.mla_up_proj) return;
+    c.require(sc.parallel.recompute == Recompute::Selective, key,
+              "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
+                  to_string(sc.parallel.recompute) + ")");
+    if (!m.mla_up_proj) return;
+    c.require(sc.model.mla(), key, "mla_up_proj needs multi-head latent attention: set model.attention_kind: mla");
+    c.require(sc.model.attention == AttentionKernel::Fused, key,
+              "mla_up_proj is modelled with the fused attention kernel, which keeps Q, K and V (model.attention: "
+              "fused)");
+}
+
 // Multi-token prediction (ModelSpec::mtp_layers) as modelled: on the last stage of a pipeline
 // without tensor parallelism (the projection's split and collectives are not modelled).
 void check_multi_token_prediction(const Checker& c, const Scenario& sc) {
@@ -343,6 +360,7 @@ Layout validated(const Scenario& sc, const hw::Catalog* builtin) {
               "missing: training.optimizer_offload runs Adam over host memory; give the node's host memory bandwidth "
               "in GB/s (as a STREAM copy achieves it)");
     check_activation_offload(c, sc);
+    check_recompute_modules(c, sc);
     const int data = check_degrees(c, sc);
     check_scale_up_domain(c, sc);
     // The replicas of the weights in a stage: data x context (the gradient reduction's group).

@@ -22,6 +22,7 @@ LayerDims dims_of(const Scenario& sc, const Layout& l) {
     d.set_mesh(tensor_mesh_of(sc, l));  // 2d / 3d / atp layer programs
     d.set_context(l.context, l.context_mode);
     d.set_experts(sc.model, l.expert, l.expert_tensor);
+    d.set_recompute_modules(sc.parallel.recompute_modules);
     return d;
 }
 

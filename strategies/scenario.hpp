@@ -200,6 +200,15 @@ struct ParallelPlan {
     int virtual_stages = 1;
     Schedule schedule = Schedule::OneFOneB;
     Recompute recompute = Recompute::None;
+    // Megatron-Core's recompute_modules under recompute: selective, the parts of every layer that
+    // run again before its backward instead of keeping their outputs: core_attn (the default, the
+    // attention core of Korthikanti et al. 2022) and mla_up_proj (multi-head latent attention's
+    // up-projections and rotary embedding: Q, K and V written again from the kept latents).
+    struct RecomputeModules {
+        bool core_attn = true;
+        bool mla_up_proj = false;
+    };
+    RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;
     bool sequence_parallel = false;
     int overlap_chunks = 1;
@@ -275,6 +284,8 @@ struct Scenario {
 
 std::string to_string(Schedule s);
 std::string to_string(Recompute r);
+// The modules named, in Megatron-Core's words: ["core_attn"], ["mla_up_proj"], or both.
+std::vector<std::string> module_names(const ParallelPlan::RecomputeModules& m);
 std::string to_string(TensorMode m);
 std::string to_string(ContextMode m);
 std::string to_string(AttentionKind k);

@@ -132,6 +132,8 @@ nlohmann::ordered_json plan_fields(const Scenario& s) {
             {"virtual_stages", p.virtual_stages},
             {"schedule", to_string(p.schedule)},
             {"recompute", to_string(p.recompute)},
+            {"recompute_modules", p.recompute == Recompute::Selective ? nlohmann::json(module_names(p.recompute_modules))
+                                                                      : nlohmann::json::array()},
             {"tensor_mode", to_string(p.tensor_mode)},
             {"sequence_parallel", p.sequence_parallel},
             {"overlap_chunks", p.overlap_chunks},

@@ -158,6 +158,37 @@ void set_stage_layers(Scenario& s, V v, W w, C) {
     s.parallel.stage_layers = std::move(layers);
 }
 
+// Megatron-Core's recompute_modules, "[core_attn, mla_up_proj]" (a YAML list), "core_attn,mla_up_proj"
+// or with spaces (--set): the modules cuboid models, each named once; Megatron-Core's others are
+// refused by name, as not modelled.
+void set_recompute_modules(Scenario& s, V v, W w, C) {
+    ParallelPlan::RecomputeModules m{false, false};
+    std::vector<std::string> words;
+    std::string item;
+    for (const char ch : std::string(v) + ",") {
+        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ') {
+            if (!item.empty()) words.push_back(item);
+            item.clear();
+        } else {
+            item.push_back(ch);
+        }
+    }
+    if (words.empty()) throw InputError(w, "expected a list of modules, e.g. [core_attn] or [mla_up_proj]; allowed: core_attn, mla_up_proj");
+    for (const std::string& word : words) {
+        bool* chosen = word == "core_attn" ? &m.core_attn : word == "mla_up_proj" ? &m.mla_up_proj : nullptr;
+        if (chosen == nullptr) {
+            const bool megatron = word == "moe_act" || word == "layernorm" || word == "mlp" || word == "moe" ||
+                                  word == "shared_experts";
+            throw InputError(w, megatron ? fmt::format("'{}' (a Megatron-Core module) is not modelled; allowed: core_attn, "
+                                                       "mla_up_proj", word)
+                                         : fmt::format("unknown module '{}'; allowed: core_attn, mla_up_proj", word));
+        }
+        if (*chosen) throw InputError(w, fmt::format("'{}' is named twice", word));
+        *chosen = true;
+    }
+    s.parallel.recompute_modules = m;
+}
+
 // "[4, 2]", "4x2", "4,2" or "4 2": the ATP mesh d1 x d2; its product is checked against
 // parallel.tensor by validate_plan.
 void set_atp_mesh(Scenario& s, V v, W w, C) {
@@ -355,6 +386,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      [](Scenario& s, V v, W w, C) { s.parallel.schedule = parse_suggesting(parse_schedule, schedule_words(), v, w); }},
     {"parallel.recompute", "name", "", "none", "`cuboid list recompute`", "activation recomputation",
      [](Scenario& s, V v, W w, C) { s.parallel.recompute = parse_suggesting(parse_recompute, recompute_words(), v, w); }},
+    {"parallel.recompute_modules", "list", "", "[core_attn]", "core_attn, mla_up_proj (each at most once)",
+     "recompute selective: what runs again before the backward (Megatron-Core's recompute_modules): the attention "
+     "core, latent attention's up-projections",
+     set_recompute_modules},
     {"parallel.tensor_mode", "name", "", "1d", "`cuboid list tensor-modes`", "how tensor parallelism splits the layers",
      [](Scenario& s, V v, W w, C) { s.parallel.tensor_mode = parse_suggesting(parse_tensor_mode, tensor_mode_words(), v, w); }},
     {"parallel.sequence_parallel", "boolean", "", "false", "true | false",

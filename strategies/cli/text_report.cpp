@@ -27,6 +27,13 @@ std::string heads_text(const ModelSpec& m) {
 
 namespace {
 
+// "selective", with the modules where they are not Megatron-Core's default [core_attn].
+std::string recompute_text(const ParallelPlan& p) {
+    const auto& m = p.recompute_modules;
+    if (p.recompute != Recompute::Selective || (m.core_attn && !m.mla_up_proj)) return to_string(p.recompute);
+    return fmt::format("{} ({})", to_string(p.recompute), fmt::join(module_names(m), ", "));
+}
+
 constexpr double kGB = 1e9;  // GB = 1e9 bytes throughout the report
 constexpr int kStagesListed = 8;
 
@@ -84,7 +91,7 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.context > 1 ? fmt::format(" x context {} ({})", p.context, to_string(p.context_mode)) : "",
                effective_data_parallel(s), to_string(p.schedule),
                p.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", p.virtual_stages) : "",
-               to_string(p.recompute), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
+               recompute_text(p), to_string(p.tensor_mode), p.sequence_parallel ? ", sequence parallel" : "",
                p.zero_stage, p.shard_group > 0 && p.shard_group < effective_data_parallel(s) * p.context
                    ? fmt::format(" (hybrid: sharded over {} ranks)", p.shard_group)
                    : "",

@@ -146,6 +146,7 @@ PartitionProblem partition_problem(const Scenario& sc, const Layout& l, const hw
         LayerDims::make(sc.model, sc.training.micro_batch, l.tensor, sc.parallel.sequence_parallel, sc.training.precision);
     dims.set_context(l.context, l.context_mode);
     dims.set_experts(sc.model, l.expert, l.expert_tensor);
+    dims.set_recompute_modules(sc.parallel.recompute_modules);
     LayerContext base = LayerContext::make(dims, sc.parallel.recompute, labels);
     base.tp_backward_overlap = sc.parallel.tp_backward_overlap;
     base.overlap_chunks = sc.parallel.overlap_chunks;

@@ -82,6 +82,12 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("reliability.checkpoint_interval_s=0.5", "reliability.checkpoint_interval_s", "must be between 1 and");
     check("reliability.restart_overhead_s=-1", "reliability.restart_overhead_s", "must be between 0 and");
     check("reliability.failures_per_gpu_day=abc", "reliability.failures_per_gpu_day", "expected a number");
+    check("parallel.recompute_modules=[core_attn, flash]", "parallel.recompute_modules",
+          "unknown module 'flash'; allowed: core_attn, mla_up_proj");
+    check("parallel.recompute_modules=moe_act", "parallel.recompute_modules",
+          "'moe_act' (a Megatron-Core module) is not modelled; allowed: core_attn, mla_up_proj");
+    check("parallel.recompute_modules=[mla_up_proj, mla_up_proj]", "parallel.recompute_modules", "named twice");
+    check("parallel.recompute_modules=[]", "parallel.recompute_modules", "expected a list of modules");
 }
 
 TEST_CASE("training.framework sets the stack's defaults; a key given in the file or by --set wins", "[cli][set]") {
@@ -129,6 +135,13 @@ TEST_CASE("--set takes list values in each of their spellings", "[cli][set]") {
     const auto three = input_error_of(
         [&] { apply_overrides(s, std::vector<std::string>{"parallel.atp_mesh=2x2x2"}, fake_names()); });
     CHECK(contains(three.what(), "expected two mesh sizes"));
+    for (const std::string modules : {"[mla_up_proj, core_attn]", "mla_up_proj,core_attn", "mla_up_proj core_attn"}) {
+        apply_overrides(s, std::vector<std::string>{"parallel.recompute_modules=" + modules}, fake_names());
+        CHECK(s.parallel.recompute_modules.core_attn);
+        CHECK(s.parallel.recompute_modules.mla_up_proj);
+    }
+    apply_overrides(s, std::vector<std::string>{"parallel.recompute_modules=mla_up_proj"}, fake_names());
+    CHECK_FALSE(s.parallel.recompute_modules.core_attn);
 }
 
 TEST_CASE("--set values must be UTF-8", "[cli][set]") {

@@ -213,3 +213,81 @@ TEST_CASE("mla: checked at its keys") {
               s.key_lines["model.kv_lora_rank"] = 5;
           }) == "model.kv_lora_rank");
 }
+
+TEST_CASE("mla: recompute_modules [mla_up_proj] writes Q, K and V again before the attention backward") {
+    // Megatron-Core's mla_up_proj under selective recomputation: the up-projections' output is not
+    // kept from the forward to the backward; both up-projections (and the rotary embedding) run
+    // again before the attention core's backward, under sequence parallelism after a gather of the
+    // latents; the attention core itself is not recomputed unless core_attn is named too.
+    const auto with_modules = [](bool core_attn, bool up) {
+        Scenario sc = mla_plan(2, 1, 1);
+        sc.parallel.recompute = Recompute::Selective;
+        sc.parallel.recompute_modules = {core_attn, up};
+        return sc;
+    };
+    const double a = 2.0, tokens = 32, layers = 4, micro = 4, n = layers * micro;
+    const double qkv = a * tokens * 2 * (2 * (kNope + kRope) + kV);  // two heads per rank
+    LayerDims d = dims_of(with_modules(false, true));
+    d.set_recompute_modules({false, true});
+    const LayerMemory up_only = layer_memory(d, Recompute::Selective);
+    const auto attn = static_cast<std::size_t>(LayerOp::Attn);
+    CHECK(up_only.recomputed_qkv == qkv);
+    CHECK(up_only.forward[attn] == Approx(fused_attention_stats_bytes(d)).epsilon(1e-12));
+    CHECK(up_only.recompute[attn] == 0.0);
+    d.set_recompute_modules({true, true});
+    const LayerMemory both = layer_memory(d, Recompute::Selective);
+    CHECK(both.recomputed_qkv == qkv);
+    CHECK(both.recompute[attn] == fused_attention_stats_bytes(d));
+    CHECK(both.forward[attn] == Approx(0.0).margin(1e-9));
+
+    const LabelTotals f = totals(build_program(with_modules(false, true), validate_plan(with_modules(false, true))), 0);
+    CHECK(at(f.flops, "R.mla.q_up") == at(f.flops, "F.mla.q_up"));
+    CHECK(at(f.flops, "R.mla.kv_up") == at(f.flops, "F.mla.kv_up"));
+    CHECK(at(f.alloc, "R.mla.q_up") == n * qkv);
+    CHECK_FALSE(f.count.contains("R.mla.q_down"));  // the latents are kept
+    CHECK_FALSE(f.count.contains("R.attn"));          // core_attn not named: the core is not recomputed
+    // The latents (q_lora + kv_lora + rope wide) gathered again for the recomputation, beside the
+    // forward's gather and the backward's for the weight gradients.
+    const LabelTotals g = totals(build_program(with_modules(true, false), validate_plan(with_modules(true, false))), 0);
+    CHECK(at(f.bytes, "R.tp.allgather") - at(g.bytes, "R.tp.allgather") == n * a * tokens * (kQLora + kKvLora + kRope));
+    CHECK(g.count.contains("R.attn"));
+    CHECK_FALSE(g.count.contains("R.mla.q_up"));
+
+    for (const bool core : {false, true}) {
+        INFO("core_attn " << core);
+        const Scenario sc = with_modules(core, true);
+        test::check_allocations_released(build_program(sc, validate_plan(sc)));
+    }
+    // Less memory than keeping Q, K and V, more time (the up-projections twice).
+    Scenario kept = mla_plan(2, 1, 1);
+    kept.parallel.recompute = Recompute::Selective;
+    const RunResult base = run_scenario(kept), up = run_scenario(with_modules(true, true));
+    CHECK(up.peak_memory_bytes < base.peak_memory_bytes);
+    CHECK(up.iteration_time_s > base.iteration_time_s);
+    // The default modules are [core_attn]: naming them changes nothing.
+    const RunResult named = run_scenario(with_modules(true, false));
+    CHECK(named.fingerprint == base.fingerprint);
+}
+
+TEST_CASE("mla: recompute_modules is checked at its key") {
+    const auto up = [](Scenario& s) {
+        s.parallel.recompute = Recompute::Selective;
+        s.parallel.recompute_modules = {true, true};
+    };
+    CHECK(test::rejected_key(mla_plan(2, 1, 1), up).empty());
+    // Only under selective recomputation.
+    CHECK(test::rejected_key(mla_plan(2, 1, 1), [](Scenario& s) {
+              s.parallel.recompute = Recompute::Full;
+              s.parallel.recompute_modules = {true, true};
+          }) == "parallel.recompute_modules");
+    CHECK(test::rejected_key(mla_plan(2, 1, 1), [](Scenario& s) {
+              s.parallel.recompute_modules = {true, false};
+              s.key_lines["parallel.recompute_modules"] = 7;
+          }) == "parallel.recompute_modules");
+    // mla_up_proj needs latent attention and the fused kernel.
+    CHECK(test::rejected_key(test::tiny_scenario(1, 1, 1, 4, 4), up) == "parallel.recompute_modules");
+    CHECK(test::rejected_key(mla_plan(1, 1, 1), [&](Scenario& s) {
+              up(s);
+              s.model.attention = AttentionKernel::Unfused;
+          }) == "parallel.recompute_modules");
+}

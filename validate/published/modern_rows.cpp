@@ -199,6 +199,8 @@ std::vector<std::string> overrides(const CsvTable& t, std::size_t r, const std::
     if (!t.empty(r, "grad_reduce_dtype")) sets.push_back("training.grad_precision=" + text("grad_reduce_dtype"));
     // Blank: the base scenario's (not stated by the source).
     if (!t.empty(r, "recompute")) sets.push_back("parallel.recompute=" + first_word(text("recompute")));
+    // The recipe's Megatron-Core recompute_modules under selective recomputation, where stated.
+    if (!t.empty(r, "recompute_modules")) sets.push_back("parallel.recompute_modules=" + text("recompute_modules"));
     // The recipe's activation offloading (Megatron-Core cpu_offloading_num_layers), where stated.
     if (!t.empty(r, "activation_offload_layers"))
         sets.push_back("training.activation_offload_layers=" + text("activation_offload_layers"));
