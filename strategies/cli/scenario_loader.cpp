@@ -110,11 +110,14 @@ private:
         std::vector<std::string> values;
         for (const auto& item : list) {
             const InputLocation item_at = at(where.key, item);
-            if (!item.IsScalar())
+            // A list key takes each of its values as a list of its own ([[4, 2], [2, 4]]).
+            const bool list_value = def.type == "list" && item.IsSequence();
+            if (!item.IsScalar() && !list_value)
                 throw InputError(item_at, fmt::format("expected a single {}, got {}", def.type, kind_of(item)));
+            const std::string value = list_value ? joined(item, def, item_at) : item.Scalar();
             Scenario scratch;  // each value is checked now, with the rules it will meet in a sweep
-            def.set(scratch, item.Scalar(), item_at, ctx_);
-            values.push_back(item.Scalar());
+            def.set(scratch, value, item_at, ctx_);
+            values.push_back(value);
         }
         return values;
     }

@@ -171,6 +171,19 @@ TEST_CASE("sweep axes must be known keys with non-empty lists of valid values", 
     const auto bad = load_error("sweep:\n  parallel.tensor:\n    - 1\n    - two\n");
     check_located(bad, "t.yaml", 4, "sweep.parallel.tensor");
     CHECK(contains(bad.what(), "expected an integer, got 'two'"));
+    // A list-valued key sweeps over lists, each checked like the key itself.
+    const Scenario lists = load("sweep:\n  parallel.recompute_modules: [[core_attn], [core_attn, mla_up_proj]]\n"
+                                "  parallel.atp_mesh: [[4, 2], [2, 4]]\n");
+    REQUIRE(lists.sweep.size() == 2);
+    CHECK(lists.sweep[0].second == std::vector<std::string>{"core_attn", "core_attn,mla_up_proj"});
+    CHECK(lists.sweep[1].second == std::vector<std::string>{"4,2", "2,4"});
+    const auto bad_list = load_error("sweep:\n  parallel.recompute_modules:\n    - [core_attn]\n    - [moe_act]\n");
+    check_located(bad_list, "t.yaml", 4, "sweep.parallel.recompute_modules");
+    CHECK(contains(bad_list.what(), "'moe_act' (a Megatron-Core module) is not modelled"));
+    // A scalar key still takes single values only.
+    const auto nested = load_error("sweep:\n  parallel.tensor: [[1, 2]]\n");
+    check_located(nested, "t.yaml", 2, "sweep.parallel.tensor");
+    CHECK(contains(nested.what(), "expected a single integer, got a list"));
 }
 
 TEST_CASE("missing model dimensions or batch are reported after loading", "[cli][loader]") {
