@@ -17,16 +17,23 @@ namespace {
 using Sets = std::vector<std::string>;
 
 // Each kind's alternatives, least change first: the first one that fits is the suggestion.
-std::vector<Sets> recompute_steps(Recompute current) {
-    // Activations kept, most to fewest: none > selective > stage-aware (only the layers memory
+std::vector<Sets> recompute_steps(const Scenario& s) {
+    // Activations kept, most to fewest: none > selective > (latent attention: selective with its
+    // up-projections too, Megatron-Core's mla_up_proj) > stage-aware (only the layers memory
     // needs) > full. Stage-aware after a stage-aware plan that did not fit is full on every stage.
+    const Recompute current = s.parallel.recompute;
+    const bool mla_up_open = s.model.mla() && !s.parallel.recompute_modules.mla_up_proj;
+    const Sets with_up_projections{"parallel.recompute=selective", "parallel.recompute_modules=core_attn,mla_up_proj"};
     const std::vector<Recompute> order{Recompute::None, Recompute::Selective, Recompute::StageAware,
                                        Recompute::Full};
     std::vector<Sets> steps;
+    if (current == Recompute::Selective && mla_up_open) steps.push_back(with_up_projections);
     const auto at = std::find(order.begin(), order.end(), current);
-    for (auto r = at == order.end() ? order.end() : at + 1; r != order.end(); ++r)
-        if (!(current == Recompute::StageAware && *r == Recompute::Full))
-            steps.push_back({"parallel.recompute=" + to_string(*r)});
+    for (auto r = at == order.end() ? order.end() : at + 1; r != order.end(); ++r) {
+        if (current == Recompute::StageAware && *r == Recompute::Full) continue;
+        steps.push_back({"parallel.recompute=" + to_string(*r)});
+        if (*r == Recompute::Selective && mla_up_open) steps.push_back(with_up_projections);
+    }
     return steps;
 }
 
@@ -83,7 +90,7 @@ std::vector<Sets> steps_of(ChangeKind kind, const Scenario& s) {
         case ChangeKind::SequenceParallel:
             if (s.parallel.tensor > 1 && !s.parallel.sequence_parallel) return {{"parallel.sequence_parallel=true"}};
             return {};
-        case ChangeKind::Recompute: return recompute_steps(s.parallel.recompute);
+        case ChangeKind::Recompute: return recompute_steps(s);
         case ChangeKind::MicroBatch: return micro_batch_steps(s);
         case ChangeKind::ZeroStage: return zero_steps(s);
         case ChangeKind::Pipeline: return pipeline_steps(s);

@@ -3,7 +3,8 @@
 // that fits:
 //   sequence parallelism  on (with tensor parallelism, when off): LayerNorm and dropout
 //                         activations split over the tensor group;
-//   recomputation         the first of selective, stage-aware, full beyond the plan's own;
+//   recomputation         the first of selective, (latent attention) selective with the
+//                         up-projections (mla_up_proj), stage-aware, full beyond the plan's own;
 //   micro-batch           the largest smaller one;
 //   ZeRO stage            the first higher one the plan validation accepts;
 //   pipeline degree       the first larger one with the same GPUs (data parallelism shrinks);

@@ -136,6 +136,35 @@ TEST_CASE("fitting changes: the least recomputation that fits (selective before 
     CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
 }
 
+TEST_CASE("fitting changes: latent attention's up-projections recomputed before stage-aware", "[fit]") {
+    // A small model with DeepSeek's latent attention (fused kernel) under selective
+    // recomputation: between the peak with the up-projections recomputed too (Megatron-Core's
+    // mla_up_proj: Q, K and V not kept) and the plan's own, that is the recomputation offered.
+    const Scenario s = load_scenario_text(
+        "name: fit-mla\n"
+        "model: {layers: 2, hidden: 1024, heads: 16, seq_len: 2048, vocab: 32000, swiglu: true, attention: fused,\n"
+        "        attention_kind: mla, q_lora_rank: 256, kv_lora_rank: 128, qk_nope_head_dim: 64,\n"
+        "        qk_rope_head_dim: 32, v_head_dim: 64}\n"
+        "cluster: {gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: 1}\n"
+        "parallel: {tensor: 1, pipeline: 1, recompute: selective, zero_stage: 2}\n"
+        "training: {global_batch: 1, grad_precision: bf16}\n",
+        "fit-mla.yaml", "", context().names);
+    const Sets up{"parallel.recompute=selective", "parallel.recompute_modules=core_attn,mla_up_proj"};
+    const double own = peak_with(s, {}), with_up = peak_with(s, up);
+    REQUIRE(with_up < own);
+    const double headroom = headroom_for(s, (own + with_up) / 2.0);
+    const std::vector<FittingChange> changes = offered_of_kind(s, headroom, ChangeKind::Recompute);
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].sets == up);
+    CHECK(changes[0].peak_memory_bytes == with_up);
+    CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+    // Without latent attention the step does not exist: stage-aware is the next recomputation.
+    const Scenario dense = plan(1, 2, "tensor: 1, pipeline: 1, recompute: selective, zero_stage: 2", "global_batch: 1");
+    const double dense_own = peak_with(dense, {});
+    for (const FittingChange& c : offered_of_kind(dense, headroom_for(dense, dense_own - 1.0), ChangeKind::Recompute))
+        CHECK(c.sets != up);
+}
+
 TEST_CASE("fitting changes: the least activation offloading that fits, where Megatron-Core allows it", "[fit]") {
     // Eight layers, no recomputation, no pipeline: the steps are 1, 2, ..., 7 layers (eighths of
     // all but the last, rounded up). Between the peaks with 3 and with 2 layers offloaded, 3 is
