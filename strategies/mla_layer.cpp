@@ -25,13 +25,18 @@ sim::Op gemm(const LayerContext& c, std::uint32_t label, const sim::GemmShape& g
     return gemm_op(label, g, cat, c.dims.act_bytes);
 }
 
+// Under sequence parallelism, the normalised latents of every row gathered for the
+// up-projections (after op `after`), and the next kernel waits for them; nothing without it.
+void gather_latents(OpEmitter& e, const LayerContext& c, Phase ph, std::uint32_t after) {
+    if (c.dims.sp)
+        e.wait_for(emit_tp_collective_of(e, c, ph, OpKind::AllGather, gathered_latent_bytes(c.dims), after));
+}
+
 // The up-projections' weight gradients, after the normalised latent is gathered again under
 // sequence parallelism (as the multi-head layer re-gathers LayerNorm's output).
 void up_weight_grads(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
-    if (c.dims.sp)
-        e.wait_for(emit_tp_collective_of(e, c, Phase::Backward, OpKind::AllGather, gathered_latent_bytes(c.dims),
-                                         e.last_compute()));
+    gather_latents(e, c, Phase::Backward, e.last_compute());
     e.compute(gemm(c, l.mla_wgrad[idx(MlaOp::QUp)], weight_grad_shape(c.gemms.q_up), OpCategory::Compute));
     e.compute(gemm(c, l.mla_wgrad[idx(MlaOp::KvUp)], weight_grad_shape(c.gemms.kv_up), OpCategory::Compute));
 }
@@ -74,17 +79,14 @@ void emit_mla_projections_forward(OpEmitter& e, const LayerContext& c, Phase ph)
     e.compute(gemm(c, label[idx(MlaOp::KvDown)], g.kv_down, category(ph)));
     const std::uint32_t normed =
         e.compute(memory_op(OpKind::LayerNorm, label[idx(MlaOp::LatentNorm)], latent_norm_bytes(d), category(ph)));
-    if (d.sp) e.wait_for(emit_tp_collective_of(e, c, ph, OpKind::AllGather, gathered_latent_bytes(d), normed));
+    gather_latents(e, c, ph, normed);
     e.compute(gemm(c, label[idx(MlaOp::QUp)], g.q_up, category(ph)));
     e.compute(gemm(c, label[idx(MlaOp::KvUp)], g.kv_up, category(ph)));
 }
 
 void emit_mla_up_projections_recompute(OpEmitter& e, const LayerContext& c) {
-    const LayerDims& d = c.dims;
     const auto& label = c.labels->mla[static_cast<std::size_t>(Phase::Recompute)];
-    if (d.sp)
-        e.wait_for(emit_tp_collective_of(e, c, Phase::Recompute, OpKind::AllGather, gathered_latent_bytes(d),
-                                         e.last_compute()));
+    gather_latents(e, c, Phase::Recompute, e.last_compute());
     sim::Op q_up = gemm(c, label[idx(MlaOp::QUp)], c.gemms.q_up, OpCategory::Recompute);
     q_up.memory_alloc = Bytes(c.memory.recomputed_qkv);
     e.compute(q_up);

@@ -22,6 +22,12 @@ constexpr Descriptor<Recompute> kRecompute[] = {
     {Recompute::StageAware, "stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"},
 };
 
+constexpr Descriptor<RecomputeModule> kRecomputeModules[] = {
+    {RecomputeModule::CoreAttn, "core_attn", "the attention core (Megatron-Core's default module)"},
+    {RecomputeModule::MlaUpProj, "mla_up_proj",
+     "latent attention's up-projections and rotary embedding: Q, K and V not kept (DeepSeek-V3 recipes)"},
+};
+
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {
     {Fp8Recipe::Delayed, "delayed", "per-tensor scale from the amax history (Transformer Engine DelayedScaling)"},
     {Fp8Recipe::Current, "current",
@@ -81,6 +87,7 @@ std::span<const Descriptor<ContextMode>> context_mode_table() {
     static const auto table = descriptors_of<ContextMode>(context_mode_kinds());
     return table;
 }
+std::span<const Descriptor<RecomputeModule>> recompute_module_table() { return kRecomputeModules; }
 std::span<const Descriptor<Fp8Recipe>> fp8_recipe_table() { return kFp8Recipes; }
 std::span<const Descriptor<AtpOrder>> atp_order_table() { return kAtpOrders; }
 std::span<const Descriptor<sim::Precision>> precision_table() { return kPrecisions; }
@@ -90,6 +97,9 @@ Schedule parse_schedule(const std::string& word, const InputLocation& where) {
 }
 Recompute parse_recompute(const std::string& word, const InputLocation& where) {
     return parse_in(recompute_table(), word, where, "recompute policy");
+}
+RecomputeModule parse_recompute_module(const std::string& word, const InputLocation& where) {
+    return parse_in(recompute_module_table(), word, where, "module");
 }
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where) {
     return parse_in(tensor_mode_table(), word, where, "tensor mode");
@@ -113,8 +123,8 @@ std::string to_string(Schedule s) { return name_in(schedule_table(), s); }
 std::string to_string(Recompute r) { return name_in(recompute_table(), r); }
 std::vector<std::string> module_names(const ParallelPlan::RecomputeModules& m) {
     std::vector<std::string> names;
-    if (m.core_attn) names.emplace_back("core_attn");
-    if (m.mla_up_proj) names.emplace_back("mla_up_proj");
+    for (const auto& d : recompute_module_table())
+        if (m.chosen(d.value)) names.emplace_back(d.name);
     return names;
 }
 std::string to_string(TensorMode m) { return name_in(tensor_mode_table(), m); }

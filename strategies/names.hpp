@@ -23,6 +23,7 @@ struct Descriptor {
 
 std::span<const Descriptor<Schedule>> schedule_table();
 std::span<const Descriptor<Recompute>> recompute_table();
+std::span<const Descriptor<RecomputeModule>> recompute_module_table();
 std::span<const Descriptor<TensorMode>> tensor_mode_table();
 std::span<const Descriptor<ContextMode>> context_mode_table();
 std::span<const Descriptor<Fp8Recipe>> fp8_recipe_table();
@@ -52,6 +53,7 @@ inline std::vector<NamedValue> fp8_recipe_names() { return named_values(fp8_reci
 
 Schedule parse_schedule(const std::string& word, const InputLocation& where);
 Recompute parse_recompute(const std::string& word, const InputLocation& where);
+RecomputeModule parse_recompute_module(const std::string& word, const InputLocation& where);
 TensorMode parse_tensor_mode(const std::string& word, const InputLocation& where);
 sim::Precision parse_precision(const std::string& word, const InputLocation& where);
 AtpOrder parse_atp_order(const std::string& word, const InputLocation& where);

@@ -132,6 +132,8 @@ struct ModelSpec {
 
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
+// The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
+enum class RecomputeModule { CoreAttn, MlaUpProj };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
 // Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
@@ -207,6 +209,8 @@ struct ParallelPlan {
     struct RecomputeModules {
         bool core_attn = true;
         bool mla_up_proj = false;
+        bool& chosen(RecomputeModule m) { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
+        bool chosen(RecomputeModule m) const { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

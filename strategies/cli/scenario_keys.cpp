@@ -133,13 +133,13 @@ void set_partition(Scenario& s, V v, W w, C) {
     else throw InputError(w, fmt::format("unknown partition '{}'; allowed: auto, uniform", v));
 }
 
-// The integers >= 1 of a list: "[6, 8]" (a YAML list), "6,8" or "6 8" (--set), and "6x8" when
-// `x_separates`.
-std::vector<int> positive_ints(V v, W w, bool x_separates) {
-    std::vector<int> values;
+// The items of a list: "[6, 8]" (a YAML list, as the loader joins it), "6,8" or "6 8" (--set),
+// and "6x8" when `x_separates`.
+std::vector<std::string> list_items(V v, bool x_separates) {
+    std::vector<std::string> items;
     std::string item;
     const auto flush = [&] {
-        if (!item.empty()) values.push_back(int_at_least(item, w, 1));
+        if (!item.empty()) items.push_back(item);
         item.clear();
     };
     for (const char ch : v) {
@@ -147,6 +147,13 @@ std::vector<int> positive_ints(V v, W w, bool x_separates) {
         else item.push_back(ch);
     }
     flush();
+    return items;
+}
+
+// The integers >= 1 of a list (list_items).
+std::vector<int> positive_ints(V v, W w, bool x_separates) {
+    std::vector<int> values;
+    for (const std::string& item : list_items(v, x_separates)) values.push_back(int_at_least(item, w, 1));
     return values;
 }
 
@@ -159,32 +166,22 @@ void set_stage_layers(Scenario& s, V v, W w, C) {
 }
 
 // Megatron-Core's recompute_modules, "[core_attn, mla_up_proj]" (a YAML list), "core_attn,mla_up_proj"
-// or with spaces (--set): the modules cuboid models, each named once; Megatron-Core's others are
-// refused by name, as not modelled.
+// or with spaces (--set): the modules cuboid models (recompute_module_table), each named once;
+// Megatron-Core's others are refused by name, as not modelled.
 void set_recompute_modules(Scenario& s, V v, W w, C) {
+    std::string allowed;
+    for (const NamedValue& n : named_values(recompute_module_table())) allowed += (allowed.empty() ? "" : ", ") + n.name;
+    const std::vector<std::string> words = list_items(v, false);
+    if (words.empty())
+        throw InputError(w, "expected a list of modules, e.g. [core_attn] or [mla_up_proj]; allowed: " + allowed);
+    constexpr std::array<std::string_view, 5> kNotModelled = {"moe_act", "layernorm", "mlp", "moe", "shared_experts"};
     ParallelPlan::RecomputeModules m{false, false};
-    std::vector<std::string> words;
-    std::string item;
-    for (const char ch : std::string(v) + ",") {
-        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ') {
-            if (!item.empty()) words.push_back(item);
-            item.clear();
-        } else {
-            item.push_back(ch);
-        }
-    }
-    if (words.empty()) throw InputError(w, "expected a list of modules, e.g. [core_attn] or [mla_up_proj]; allowed: core_attn, mla_up_proj");
     for (const std::string& word : words) {
-        bool* chosen = word == "core_attn" ? &m.core_attn : word == "mla_up_proj" ? &m.mla_up_proj : nullptr;
-        if (chosen == nullptr) {
-            const bool megatron = word == "moe_act" || word == "layernorm" || word == "mlp" || word == "moe" ||
-                                  word == "shared_experts";
-            throw InputError(w, megatron ? fmt::format("'{}' (a Megatron-Core module) is not modelled; allowed: core_attn, "
-                                                       "mla_up_proj", word)
-                                         : fmt::format("unknown module '{}'; allowed: core_attn, mla_up_proj", word));
-        }
-        if (*chosen) throw InputError(w, fmt::format("'{}' is named twice", word));
-        *chosen = true;
+        if (std::find(kNotModelled.begin(), kNotModelled.end(), word) != kNotModelled.end())
+            throw InputError(w, fmt::format("'{}' (a Megatron-Core module) is not modelled; allowed: {}", word, allowed));
+        bool& chosen = m.chosen(parse_recompute_module(word, w));
+        if (chosen) throw InputError(w, fmt::format("'{}' is named twice", word));
+        chosen = true;
     }
     s.parallel.recompute_modules = m;
 }

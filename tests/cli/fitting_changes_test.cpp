@@ -88,6 +88,18 @@ std::vector<FittingChange> offered_of_kind(const Scenario& s, double headroom, C
     return out;
 }
 
+// The one change of `kind` offered when the plan may use the memory halfway between its peak
+// with `below` applied and its peak with `above`; applying it fits.
+FittingChange offered_between(const Scenario& s, ChangeKind kind, const Sets& below, const Sets& above) {
+    const double low = peak_with(s, below), high = peak_with(s, above);
+    REQUIRE(low < high);
+    const double headroom = headroom_for(s, (low + high) / 2.0);
+    const std::vector<FittingChange> changes = offered_of_kind(s, headroom, kind);
+    REQUIRE(changes.size() == 1);
+    CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+    return changes[0];
+}
+
 // The plan does not fit between `fitting` (the changed plan's peak) and the original's peak;
 // exactly `expected` is offered, and applying it fits.
 // `others`: how many changes of other kinds also fit in that window (each checked the same way).
@@ -126,14 +138,9 @@ TEST_CASE("fitting changes: the least recomputation that fits (selective before 
     // full (offloading one of the two layers' activations fits too: the other change offered).
     check_only_change(s, ChangeKind::Recompute, {"parallel.recompute=selective"}, 1);
     // Below selective's peak but above full's: stage-aware (the fewest layers recomputed) fits.
-    const double selective = peak_with(s, {"parallel.recompute=selective"});
-    const double full = peak_with(s, {"parallel.recompute=full"});
-    REQUIRE(full < selective);
-    const double headroom = headroom_for(s, (full + selective) / 2.0);
-    const std::vector<FittingChange> changes = offered_of_kind(s, headroom, ChangeKind::Recompute);
-    REQUIRE(changes.size() == 1);
-    CHECK(changes[0].sets == Sets{"parallel.recompute=stage-aware"});
-    CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+    const FittingChange c =
+        offered_between(s, ChangeKind::Recompute, {"parallel.recompute=full"}, {"parallel.recompute=selective"});
+    CHECK(c.sets == Sets{"parallel.recompute=stage-aware"});
 }
 
 TEST_CASE("fitting changes: latent attention's up-projections recomputed before stage-aware", "[fit]") {
@@ -150,14 +157,9 @@ TEST_CASE("fitting changes: latent attention's up-projections recomputed before 
         "training: {global_batch: 1, grad_precision: bf16}\n",
         "fit-mla.yaml", "", context().names);
     const Sets up{"parallel.recompute=selective", "parallel.recompute_modules=core_attn,mla_up_proj"};
-    const double own = peak_with(s, {}), with_up = peak_with(s, up);
-    REQUIRE(with_up < own);
-    const double headroom = headroom_for(s, (own + with_up) / 2.0);
-    const std::vector<FittingChange> changes = offered_of_kind(s, headroom, ChangeKind::Recompute);
-    REQUIRE(changes.size() == 1);
-    CHECK(changes[0].sets == up);
-    CHECK(changes[0].peak_memory_bytes == with_up);
-    CHECK(run_with(s, changes[0].sets, headroom).fits_in_memory);
+    const FittingChange c = offered_between(s, ChangeKind::Recompute, up, {});
+    CHECK(c.sets == up);
+    CHECK(c.peak_memory_bytes == peak_with(s, up));
     // Without latent attention the step does not exist: stage-aware is the next recomputation.
     const Scenario dense = plan(1, 2, "tensor: 1, pipeline: 1, recompute: selective, zero_stage: 2", "global_batch: 1");
     const double dense_own = peak_with(dense, {});
@@ -170,15 +172,11 @@ TEST_CASE("fitting changes: the least activation offloading that fits, where Meg
     // all but the last, rounded up). Between the peaks with 3 and with 2 layers offloaded, 3 is
     // offered and fits.
     const Scenario s = plan(1, 8, "tensor: 1, pipeline: 1, recompute: none, zero_stage: 2", "global_batch: 1");
-    const double two = peak_with(s, {"training.activation_offload_layers=2"});
-    const double three = peak_with(s, {"training.activation_offload_layers=3"});
-    REQUIRE(three < two);
-    const double headroom = headroom_for(s, (two + three) / 2.0);
-    const std::vector<FittingChange> offloads = offered_of_kind(s, headroom, ChangeKind::ActivationOffload);
-    REQUIRE(offloads.size() == 1);
-    CHECK(offloads[0].sets == Sets{"training.activation_offload_layers=3"});
-    CHECK(offloads[0].peak_memory_bytes == three);
-    CHECK(run_with(s, offloads[0].sets, headroom).fits_in_memory);
+    const Sets three{"training.activation_offload_layers=3"};
+    const FittingChange c =
+        offered_between(s, ChangeKind::ActivationOffload, three, {"training.activation_offload_layers=2"});
+    CHECK(c.sets == three);
+    CHECK(c.peak_memory_bytes == peak_with(s, three));
     // With recomputation (Megatron-Core refuses offloading then) none is offered.
     const Scenario recomputed = plan(1, 8, "tensor: 1, pipeline: 1, recompute: full, zero_stage: 2", "global_batch: 1");
     CHECK(offered_of_kind(recomputed, headroom_for(recomputed, peak_with(recomputed, {}) - 1.0),

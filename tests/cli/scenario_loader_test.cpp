@@ -21,6 +21,13 @@ InputError load_error(const std::string& text) {
     return input_error_of([&] { load(text); });
 }
 
+// `text` is refused at t.yaml:`line`, key `key`, with a message containing `says`.
+void check_load_error(const std::string& text, int line, const std::string& key, const std::string& says) {
+    const InputError e = load_error(text);
+    check_located(e, "t.yaml", line, key);
+    CHECK(contains(e.what(), says));
+}
+
 // Line numbers below count the lines of the literal, starting at 1 on the first key.
 const std::string kValid =
     "name: small\n"                   // 1
@@ -103,87 +110,61 @@ TEST_CASE("an unknown top-level section lists the sections", "[cli][loader]") {
 }
 
 TEST_CASE("a value of the wrong type says what was expected", "[cli][loader]") {
-    const auto e = load_error("parallel:\n  tensor: abc\n");
-    check_located(e, "t.yaml", 2, "parallel.tensor");
-    CHECK(contains(e.what(), "expected an integer, got 'abc'"));
-    const auto b = load_error("parallel:\n  dp_overlap: maybe\n");
-    check_located(b, "t.yaml", 2, "parallel.dp_overlap");
-    CHECK(contains(b.what(), "expected true or false"));
-    const auto m = load_error("parallel:\n  tensor: [1, 2]\n");
-    check_located(m, "t.yaml", 2, "parallel.tensor");
-    CHECK(contains(m.what(), "got a list"));
-    const auto s = load_error("model: gpt\n");
-    check_located(s, "t.yaml", 1, "model");
-    CHECK(contains(s.what(), "expected a map"));
+    check_load_error("parallel:\n  tensor: abc\n", 2, "parallel.tensor", "expected an integer, got 'abc'");
+    check_load_error("parallel:\n  dp_overlap: maybe\n", 2, "parallel.dp_overlap", "expected true or false");
+    check_load_error("parallel:\n  tensor: [1, 2]\n", 2, "parallel.tensor", "got a list");
+    check_load_error("model: gpt\n", 1, "model", "expected a map");
 }
 
 TEST_CASE("values out of range name the bound", "[cli][loader]") {
     check_located(load_error("parallel:\n  tensor: 0\n"), "t.yaml", 2, "parallel.tensor");
     CHECK(contains(load_error("parallel:\n  tensor: 0\n").what(), "must be >= 1, got 0"));
-    const auto o = load_error("cluster:\n  inter_node:\n    oversubscription: 0.5\n");
-    check_located(o, "t.yaml", 3, "cluster.inter_node.oversubscription");
-    CHECK(contains(o.what(), "must be between 1 and 1000"));
+    check_load_error("cluster:\n  inter_node:\n    oversubscription: 0.5\n",
+                     3, "cluster.inter_node.oversubscription", "must be between 1 and 1000");
     const auto mb = load_error("training:\n  micro_batch: -2\n");
     check_located(mb, "t.yaml", 2, "training.micro_batch");
-    const auto z = load_error("parallel:\n  zero_stage: 4\n");
-    check_located(z, "t.yaml", 2, "parallel.zero_stage");
-    CHECK(contains(z.what(), "between 0 and 3"));
+    check_load_error("parallel:\n  zero_stage: 4\n", 2, "parallel.zero_stage", "between 0 and 3");
     const auto t = load_error("training:\n  tokens: -1e9\n");
     check_located(t, "t.yaml", 2, "training.tokens");
 }
 
 TEST_CASE("an unknown enumerated name lists the allowed names", "[cli][loader]") {
-    const auto p = load_error("training:\n  precision: fp12\n");
-    check_located(p, "t.yaml", 2, "training.precision");
-    CHECK(contains(p.what(), "fp32, tf32, fp16, bf16, fp8"));
+    check_load_error("training:\n  precision: fp12\n", 2, "training.precision", "fp32, tf32, fp16, bf16, fp8");
     const auto s = load_error("parallel:\n  schedule: 1f2b\n");
     check_located(s, "t.yaml", 2, "parallel.schedule");
     CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v"));
     CHECK(contains(s.what(), "did you mean '1f1b'?"));
-    const auto n = load_error("cluster:\n  inter_node:\n    topology: torus\n");
-    check_located(n, "t.yaml", 3, "cluster.inter_node.topology");
-    CHECK(contains(n.what(), "fat-tree, rail-optimized, single-switch"));
+    check_load_error("cluster:\n  inter_node:\n    topology: torus\n",
+                     3, "cluster.inter_node.topology", "fat-tree, rail-optimized, single-switch");
 }
 
 TEST_CASE("an unknown preset or GPU gets the location of the key", "[cli][loader]") {
-    const auto p = load_error("name: x\nmodel:\n  preset: huge\n");
-    check_located(p, "t.yaml", 3, "model.preset");
-    CHECK(contains(p.what(), "known: tiny"));
+    check_load_error("name: x\nmodel:\n  preset: huge\n", 3, "model.preset", "known: tiny");
     CHECK(load("cluster:\n  gpu: a100\n").cluster.gpu == "a100-sxm-80gb");  // alias -> catalog name
-    const auto g = load_error("cluster:\n  gpu: a1000\n");
-    check_located(g, "t.yaml", 2, "cluster.gpu");
-    CHECK(contains(g.what(), "known: a100-sxm-80gb"));
+    check_load_error("cluster:\n  gpu: a1000\n", 2, "cluster.gpu", "known: a100-sxm-80gb");
 }
 
 TEST_CASE("a duplicate key is an error naming the first line", "[cli][loader]") {
-    const auto e = load_error("parallel:\n  tensor: 2\n  tensor: 4\n");
-    check_located(e, "t.yaml", 3, "parallel.tensor");
-    CHECK(contains(e.what(), "line 2"));
+    check_load_error("parallel:\n  tensor: 2\n  tensor: 4\n", 3, "parallel.tensor", "line 2");
 }
 
 TEST_CASE("sweep axes must be known keys with non-empty lists of valid values", "[cli][loader]") {
-    const auto k = load_error("sweep:\n  parallel.tensr: [1, 2]\n");
-    check_located(k, "t.yaml", 2, "sweep.parallel.tensr");
-    CHECK(contains(k.what(), "did you mean 'parallel.tensor'?"));
-    const auto empty = load_error("sweep:\n  parallel.tensor: []\n");
-    check_located(empty, "t.yaml", 2, "sweep.parallel.tensor");
-    CHECK(contains(empty.what(), "non-empty list"));
-    const auto bad = load_error("sweep:\n  parallel.tensor:\n    - 1\n    - two\n");
-    check_located(bad, "t.yaml", 4, "sweep.parallel.tensor");
-    CHECK(contains(bad.what(), "expected an integer, got 'two'"));
+    check_load_error("sweep:\n  parallel.tensr: [1, 2]\n",
+                     2, "sweep.parallel.tensr", "did you mean 'parallel.tensor'?");
+    check_load_error("sweep:\n  parallel.tensor: []\n", 2, "sweep.parallel.tensor", "non-empty list");
+    check_load_error("sweep:\n  parallel.tensor:\n    - 1\n    - two\n",
+                     4, "sweep.parallel.tensor", "expected an integer, got 'two'");
     // A list-valued key sweeps over lists, each checked like the key itself.
     const Scenario lists = load("sweep:\n  parallel.recompute_modules: [[core_attn], [core_attn, mla_up_proj]]\n"
                                 "  parallel.atp_mesh: [[4, 2], [2, 4]]\n");
     REQUIRE(lists.sweep.size() == 2);
     CHECK(lists.sweep[0].second == std::vector<std::string>{"core_attn", "core_attn,mla_up_proj"});
     CHECK(lists.sweep[1].second == std::vector<std::string>{"4,2", "2,4"});
-    const auto bad_list = load_error("sweep:\n  parallel.recompute_modules:\n    - [core_attn]\n    - [moe_act]\n");
-    check_located(bad_list, "t.yaml", 4, "sweep.parallel.recompute_modules");
-    CHECK(contains(bad_list.what(), "'moe_act' (a Megatron-Core module) is not modelled"));
+    check_load_error("sweep:\n  parallel.recompute_modules:\n    - [core_attn]\n    - [moe_act]\n",
+                     4, "sweep.parallel.recompute_modules", "'moe_act' (a Megatron-Core module) is not modelled");
     // A scalar key still takes single values only.
-    const auto nested = load_error("sweep:\n  parallel.tensor: [[1, 2]]\n");
-    check_located(nested, "t.yaml", 2, "sweep.parallel.tensor");
-    CHECK(contains(nested.what(), "expected a single integer, got a list"));
+    check_load_error("sweep:\n  parallel.tensor: [[1, 2]]\n",
+                     2, "sweep.parallel.tensor", "expected a single integer, got a list");
 }
 
 TEST_CASE("missing model dimensions or batch are reported after loading", "[cli][loader]") {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "hardware_models/catalog.hpp"
 #include "hardware_models/catalog_data.hpp"
@@ -9,6 +11,22 @@
 
 using namespace cuboid;
 using namespace cuboid::hw;
+
+namespace {
+
+// The error of a catalog whose gpus.yaml is `gpus` (no nodes, networks or NCCL data), read from
+// "dir/"; the test fails when it parses.
+InputError gpus_error(const std::string& gpus) {
+    try {
+        (void)Catalog::parse(gpus, "nodes: []", "networks: []", "nccl: {}", "dir/");
+    } catch (const InputError& e) {
+        return e;
+    }
+    FAIL("expected InputError");
+    throw std::logic_error("unreachable");
+}
+
+}  // namespace
 
 TEST_CASE("catalog: the builtin catalog has every GPU name scripts rely on", "[catalog]") {
     const Catalog c = Catalog::load_builtin();
@@ -92,15 +110,11 @@ TEST_CASE("catalog: a value of the wrong type names file, line and key", "[catal
         "    architecture: test\n"
         "    peak_tflops: {fp32: 1, tf32: 1, fp16: 1, bf16: 1, fp8: 0}\n"
         "    memory_gib: lots\n";
-    try {
-        (void)Catalog::parse(gpus, "nodes: []", "networks: []", "nccl: {}", "dir/");
-        FAIL("expected InputError");
-    } catch (const InputError& e) {
-        CHECK(e.where().file == "dir/gpus.yaml");
-        CHECK(e.where().line == 6);  // the line of "memory_gib: lots"
-        CHECK(e.where().key == "gpus[0].memory_gib");
-        CHECK(std::string(e.what()).find("expected a number") != std::string::npos);
-    }
+    const InputError e = gpus_error(gpus);
+    CHECK(e.where().file == "dir/gpus.yaml");
+    CHECK(e.where().line == 6);  // the line of "memory_gib: lots"
+    CHECK(e.where().key == "gpus[0].memory_gib");
+    CHECK(std::string(e.what()).find("expected a number") != std::string::npos);
 }
 
 TEST_CASE("catalog: a host copy rate out of range names file, line and key", "[catalog]") {
@@ -118,14 +132,10 @@ TEST_CASE("catalog: a host copy rate out of range names file, line and key", "[c
         "    scaleup_gb_per_s: 450\n"
         "    host_link_gb_per_s: 63\n"
         "    host_copy_gb_per_s: {device_to_host: 0, host_to_device: 201}\n";
-    try {
-        (void)Catalog::parse(gpus, "nodes: []", "networks: []", "nccl: {}", "dir/");
-        FAIL("expected InputError");
-    } catch (const InputError& e) {
-        CHECK(e.where().file == "dir/gpus.yaml");
-        CHECK(e.where().line == 12);  // the line of "host_copy_gb_per_s"
-        CHECK(e.where().key == "gpus[0].host_copy_gb_per_s.device_to_host");
-    }
+    const InputError e = gpus_error(gpus);
+    CHECK(e.where().file == "dir/gpus.yaml");
+    CHECK(e.where().line == 12);  // the line of "host_copy_gb_per_s"
+    CHECK(e.where().key == "gpus[0].host_copy_gb_per_s.device_to_host");
 }
 
 TEST_CASE("catalog: NCCL's tree correction is looked up by power-of-two size class", "[catalog]") {
