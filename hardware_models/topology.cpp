@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "hardware_models/topology.hpp"
+#include "hardware_models/vertex_levels.hpp"
 
 namespace cuboid::hw {
 namespace {
@@ -168,23 +169,22 @@ std::vector<sim::LinkId> Topology::walk_back(const TopologyGraph& g, Vertex src,
 // all-to-all communication patterns", CCPE 2010).
 std::vector<sim::LinkId> Topology::bfs(Vertex src, Vertex dst, bool intra_domain, std::uint64_t seed) const {
     const int domain = graph_[src].node / params_.nodes_per_domain;
-    // Levels are path lengths (a handful of hops), so a byte each: a search clears a quarter of the
-    // memory an int would take.
-    std::vector<std::int8_t> level(boost::num_vertices(graph_), -1);
+    // Levels are path lengths (a handful of hops), kept for the labelled vertices only.
+    VertexLevels level;
     std::vector<Vertex> queue{src};  // FIFO: pops advance `head`
-    level[src] = 0;
-    for (std::size_t head = 0; head < queue.size() && level[dst] < 0; ++head) {
+    level.set(src, 0);
+    for (std::size_t head = 0; head < queue.size() && level(dst) < 0; ++head) {
         const Vertex u = queue[head];
+        const auto next = static_cast<std::int8_t>(level(u) + 1);
         for (const auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
             const Vertex v = boost::target(e, graph_);
-            if (level[v] >= 0 || (v != dst && !may_cross(v, intra_domain, domain))) continue;
-            level[v] = static_cast<std::int8_t>(level[u] + 1);
+            if (level(v) >= 0 || (v != dst && !may_cross(v, intra_domain, domain))) continue;
+            level.set(v, next);
             queue.push_back(v);
         }
     }
-    if (level[dst] < 0) throw std::logic_error("topology: no route between two GPUs");
-    return walk_back(graph_, src, dst, level[dst], [&](Vertex v) { return level[v]; }, seed,
-                     boost::graph_traits<TopologyGraph>::null_vertex());
+    if (level(dst) < 0) throw std::logic_error("topology: no route between two GPUs");
+    return walk_back(graph_, src, dst, level(dst), level, seed, boost::graph_traits<TopologyGraph>::null_vertex());
 }
 
 // Levels through network switches only, the whole network (-1: unreachable), from a set of

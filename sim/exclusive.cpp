@@ -91,13 +91,20 @@ void ExclusiveTransfers::analyse(const Program& program, std::span<const RankPro
 bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const RankProgram> ranks,
                                         std::span<const Group> groups, std::uint32_t group, const TransferPlan& plan,
                                         Shortcut& shortcut, std::span<const OpListIndex> indexes) {
+    // The groups in the order first met, as a search of the list gathered so far would keep them.
+    group_mark_.resize(groups.size(), 0);
+    rank_mark_.resize(ranks.size(), 0);
+    const std::uint32_t seen = next_mark();
+    group_mark_[group] = seen;
     std::vector<std::uint32_t> others;
     for (const TransferPhase& ph : plan.phases) {
         for (const Flow& f : ph.flows) {
             for (const LinkUse& u : f.links) {
                 if (!(u.weight > 0.0)) continue;
                 for (const std::uint32_t h : link_users_[u.link]) {
-                    if (h != group && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
+                    if (group_mark_[h] == seen) continue;
+                    group_mark_[h] = seen;
+                    others.push_back(h);
                 }
             }
         }
@@ -105,8 +112,10 @@ bool ExclusiveTransfers::add_conditions(const Program& program, std::span<const 
     shortcut.first_condition = static_cast<std::uint32_t>(conditions_.size());
     const auto& members = groups[group].ranks;
     for (const std::uint32_t h : others) {
-        const auto& other = groups[h].ranks;
-        const auto common = std::find_first_of(members.begin(), members.end(), other.begin(), other.end());
+        // The first member (in the group's order) that is also in h, as std::find_first_of finds it.
+        const std::uint32_t in_h = next_mark();
+        for (const std::uint32_t r : groups[h].ranks) rank_mark_[r] = in_h;
+        const auto common = std::find_if(members.begin(), members.end(), [&](std::uint32_t r) { return rank_mark_[r] == in_h; });
         if (common == members.end()) {
             conditions_.resize(shortcut.first_condition);
             return false;

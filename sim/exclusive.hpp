@@ -21,6 +21,7 @@
 // times are those of the network, to the picosecond. Anything not proved takes the network.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -102,6 +103,19 @@ private:
     std::vector<std::vector<StreamMask>> slot_streams_;  // per op list and slot: streams posting there
     std::vector<std::uint32_t> link_stamp_;  // scratch for (c)
     std::uint32_t stamp_ = 0;
+    // add_conditions' scratch: the groups met on a plan's links and the ranks of one of them, each
+    // marked with a number of its own, so that gathering and intersecting them is linear where a
+    // data-parallel ring meets hundreds of groups of thousands of ranks.
+    std::vector<std::uint32_t> group_mark_, rank_mark_;
+    std::uint32_t mark_ = 0;
+    std::uint32_t next_mark() {
+        if (++mark_ == 0) {  // wrapped: old marks could read as new
+            std::fill(group_mark_.begin(), group_mark_.end(), 0);
+            std::fill(rank_mark_.begin(), rank_mark_.end(), 0);
+            mark_ = 1;
+        }
+        return mark_;
+    }
     std::vector<std::vector<Known>> known_;  // per group: its plans, planned before the run
     std::vector<bool> has_exclusive_;        // per group: some plan qualifies
     std::size_t qualified_ = 0;

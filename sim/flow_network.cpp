@@ -44,9 +44,26 @@ std::int64_t ticks_to_deliver(double remaining, double done_below, double rate) 
     return checked_ticks(std::ceil(remaining / rate / kSecondsPerTick));
 }
 
+// The least of `values` (NaNs ignored, as std::min ignores them). Four running minima instead of one
+// break the chain of dependent comparisons, the most of a water-filling round over a large
+// component; the least of a set of numbers does not depend on the order they are compared in.
+double lowest(std::span<const double> values) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    double m0 = inf, m1 = inf, m2 = inf, m3 = inf;
+    std::size_t i = 0;
+    for (; i + 4 <= values.size(); i += 4) {
+        m0 = std::min(m0, values[i]);
+        m1 = std::min(m1, values[i + 1]);
+        m2 = std::min(m2, values[i + 2]);
+        m3 = std::min(m3, values[i + 3]);
+    }
+    for (; i < values.size(); ++i) m0 = std::min(m0, values[i]);
+    return std::min(std::min(m0, m1), std::min(m2, m3));
+}
+
 }  // namespace
 
-FlowNetwork::FlowNetwork(std::span<const Link> links) : links_(links.size()) {
+FlowNetwork::FlowNetwork(std::span<const Link> links) : links_(links.size()), carried_(links.size(), 0.0) {
     for (std::size_t i = 0; i < links.size(); ++i) {
         if (!(links[i].bandwidth.value > 0.0)) {
             throw std::logic_error("flow network: link '" + links[i].name + "' has no bandwidth");
@@ -66,13 +83,15 @@ std::optional<Time> FlowNetwork::solo_duration(std::span<const LinkUse> uses, By
     }
     if (!waits(uses, bytes)) return Time(0);
     double level = std::numeric_limits<double>::infinity();  // as attach() computes `solo`
-    for (std::size_t i = 0; i < uses.size(); ++i) {
-        if (!(uses[i].weight > 0.0)) continue;
-        for (std::size_t j = 0; j < i; ++j) {
-            if (uses[j].link == uses[i].link && uses[j].weight > 0.0) return std::nullopt;
-        }
-        level = std::min(level, links_[uses[i].link].capacity / uses[i].weight);
+    std::vector<LinkId> loaded;  // sorted below to find a link used twice: a ring crosses thousands
+    loaded.reserve(uses.size());
+    for (const LinkUse& u : uses) {
+        if (!(u.weight > 0.0)) continue;
+        loaded.push_back(u.link);
+        level = std::min(level, links_[u.link].capacity / u.weight);
     }
+    std::sort(loaded.begin(), loaded.end());
+    if (std::adjacent_find(loaded.begin(), loaded.end()) != loaded.end()) return std::nullopt;
     // As start() sets remaining and done_below and announce() rounds.
     return Time(ticks_to_deliver(bytes.value, std::max(kDoneBytes, kDoneFraction * bytes.value), level));
 }
@@ -153,6 +172,7 @@ void FlowNetwork::settle(Time now) {
         double solo = std::numeric_limits<double>::infinity();
         bool alone = true;
         for (std::uint32_t i = 0; i < f.use_count; ++i) {
+            if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
             if (!(f.uses[i].weight > 0.0)) continue;
             const LinkState& L = links_[f.uses[i].link];
             alone = alone && L.flows.size() == 1;
@@ -194,7 +214,7 @@ bool FlowNetwork::release(FlowId id, Time now) {
     // The completion time was rounded up, so what is left is rounding slack: deliver it, and the
     // whole flow counts on its links from now on.
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (f.uses[i].weight > 0.0) links_[f.uses[i].link].carried += f.uses[i].weight * f.bytes;
+        if (f.uses[i].weight > 0.0) carried_[f.uses[i].link] += f.uses[i].weight * f.bytes;
     }
     f.remaining = 0.0;
     f.rate = 0.0;
@@ -208,7 +228,7 @@ bool FlowNetwork::release(FlowId id, Time now) {
 
 Bytes FlowNetwork::carried(LinkId link) const {
     const LinkState& L = links_[link];
-    double carried = L.carried;
+    double carried = carried_[link];
     for (const OnLink& o : L.flows) carried += o.weight * (flows_[o.flow].bytes - flows_[o.flow].remaining);
     return Bytes(carried);
 }
@@ -248,6 +268,7 @@ bool FlowNetwork::detach(FlowId id) {
     const FlowState& f = flows_[id];
     bool shared = false;
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
         if (!(f.uses[i].weight > 0.0)) continue;
         auto& on = links_[f.uses[i].link].flows;
         const auto it = std::find_if(on.begin(), on.end(), [id](const OnLink& o) { return o.flow == id; });
@@ -277,6 +298,7 @@ bool FlowNetwork::settles_alone(FlowId id, double& rate) {
     local_links_.clear();
     double level = std::numeric_limits<double>::infinity();
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
         if (!(f.uses[i].weight > 0.0)) continue;
         const LinkState& L = links_[f.uses[i].link];
         const Others others = others_on(L, id);
@@ -301,6 +323,7 @@ bool FlowNetwork::leaves_others_alone(FlowId id) const {
     const FlowState& f = flows_[id];
     const double slower = f.rate * (1.0 - kLocalMargin);
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
+        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
         if (!(f.uses[i].weight > 0.0)) continue;
         const LinkState& L = links_[f.uses[i].link];
         const Others others = others_on(L, id);
@@ -340,6 +363,9 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
     ++epoch_;
     comp_flows_.clear();
     comp_links_.clear();
+    link_flows_met_.clear();
+    // A link's flows are copied out when the link is first met, while its state is in the cache,
+    // and visited later in that order: the order of a walk over comp_links_ and each one's flows.
     const auto visit_link = [this](LinkId l) -> LinkState& {
         LinkState& L = links_[l];
         if (L.mark != epoch_) {
@@ -350,6 +376,7 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
             L.unfrozen = 0;
             comp_links_.push_back(l);
             L.weight_error = 0.0;
+            for (const OnLink& o : L.flows) link_flows_met_.push_back(o.flow);
         }
         return L;
     };
@@ -365,20 +392,20 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
         if (u.weight > 0.0) visit_link(u.link);
     }
     std::size_t next_flow = 0;
-    std::size_t next_link = 0;
-    while (next_flow < comp_flows_.size() || next_link < comp_links_.size()) {
+    std::size_t next_met = 0;
+    while (next_flow < comp_flows_.size() || next_met < link_flows_met_.size()) {
         for (; next_flow < comp_flows_.size(); ++next_flow) {
             const FlowState& f = flows_[comp_flows_[next_flow]];
             for (std::uint32_t i = 0; i < f.use_count; ++i) {
+                // A ring's flow crosses thousands of links in no order the cache can guess.
+                if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
                 if (!(f.uses[i].weight > 0.0)) continue;
                 LinkState& L = visit_link(f.uses[i].link);
                 add_compensated(L.weight, L.weight_error, f.uses[i].weight);
                 ++L.unfrozen;
             }
         }
-        for (; next_link < comp_links_.size(); ++next_link) {
-            for (const OnLink& o : links_[comp_links_[next_link]].flows) visit_flow(o.flow);
-        }
+        for (; next_met < link_flows_met_.size(); ++next_met) visit_flow(link_flows_met_[next_met]);
     }
 }
 
@@ -408,14 +435,14 @@ double FlowNetwork::link_level(const LinkState& L) const {
 void FlowNetwork::water_fill() {
     comp_levels_.resize(comp_links_.size());
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+        if (i + kPrefetchAhead < comp_links_.size()) prefetch_link(comp_links_[i + kPrefetchAhead]);
         LinkState& L = links_[comp_links_[i]];
         L.weight += L.weight_error;
         comp_levels_[i] = link_level(L);
     }
     std::size_t left = comp_flows_.size();
     while (left > 0) {
-        double level = std::numeric_limits<double>::infinity();
-        for (const double l : comp_levels_) level = std::min(level, l);
+        const double level = lowest(comp_levels_);
         assert(std::isfinite(level));
         const std::size_t frozen = freeze_saturated(level);
         assert(frozen > 0);
@@ -436,6 +463,7 @@ std::size_t FlowNetwork::freeze_saturated(double level) {
             f.rate = level;
             ++frozen;
             for (std::uint32_t u = 0; u < f.use_count; ++u) {
+                if (u + kPrefetchAhead < f.use_count) prefetch_link(f.uses[u + kPrefetchAhead].link);
                 if (!(f.uses[u].weight > 0.0)) continue;
                 LinkState& M = links_[f.uses[u].link];
                 M.free -= f.uses[u].weight * level;

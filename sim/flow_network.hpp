@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/link_flows.hpp"
 #include "sim/transfer.hpp"
 #include "sim/units.hpp"
 
@@ -107,23 +108,20 @@ private:
         double rate = 0.0;        // bytes per second
         std::int64_t last = 0;    // time `remaining` was last brought up to date (ps)
     };
-    struct OnLink {
-        FlowId flow;
-        double weight;
-    };
-    struct LinkState {
-        double capacity = 0.0;  // bytes per second
-        // Bytes carried by the flows that have ended (weight x bytes); those still active add
-        // theirs in carried(), so that advancing a flow touches the flow alone.
-        double carried = 0.0;
-        std::vector<OnLink> flows;
+    // What the component search and water-filling read of a link, its first two flows inline
+    // (link_flows.hpp): 96 bytes on a 32-byte boundary, so two cache lines, which prefetch_link()
+    // asks for ahead of use. What only a flow's end touches is kept apart (carried_).
+    struct alignas(32) LinkState {
         std::uint32_t mark = 0;
-        std::uint32_t unfrozen = 0;  // water-filling scratch
         std::uint32_t pos = 0;       // water-filling scratch: index in comp_links_
+        std::uint32_t unfrozen = 0;  // water-filling scratch
+        double capacity = 0.0;       // bytes per second
         double free = 0.0;
         double weight = 0.0;
         double weight_error = 0.0;  // the rounding error of `weight` as collect_component sums it
+        LinkFlows flows;
     };
+    static_assert(sizeof(LinkState) == 96);
 
     FlowId allocate();
     FlowId attach_new(std::span<const LinkUse> uses, Bytes bytes, Time now, std::uint32_t owner, double& solo,
@@ -145,15 +143,26 @@ private:
     void water_fill();
     std::size_t freeze_saturated(double level);
     double link_level(const LinkState& L) const;
+    // Asks the cache for a link's state (both of its lines) ahead of its use.
+    void prefetch_link(LinkId l) const {
+        const char* at = reinterpret_cast<const char*>(&links_[l]);
+        __builtin_prefetch(at);
+        __builtin_prefetch(at + 64);
+    }
+    static constexpr std::uint32_t kPrefetchAhead = 16;
     void announce(FlowId id, std::int64_t now);
     void reshare(FlowId seed_flow, std::span<const LinkUse> seed_links, std::int64_t now);
 
     std::vector<LinkState> links_;
+    // Bytes each link carried for the flows that have ended (weight x bytes); those still active
+    // add theirs in carried(), so that advancing a flow touches the flow alone.
+    std::vector<double> carried_;
     std::vector<FlowState> flows_;
     std::vector<FlowId> free_ids_;
     std::vector<FlowCompletion> completions_;
     std::vector<FlowId> comp_flows_;   // scratch: the component being re-shared
     std::vector<LinkId> comp_links_;   // scratch: its links, in the order the search met them
+    std::vector<FlowId> link_flows_met_;  // scratch: the flows on those links, link after link
     // Water-filling scratch, by index in comp_links_: the link's fair level free / weight while
     // some flow on it is still rising, +infinity after.
     std::vector<double> comp_levels_;
