@@ -147,6 +147,25 @@ TEST_CASE("modern: Nemotron-4 340B reduces its gradients in bf16, as its NeMo re
     CHECK_FALSE(has(gpt.sets, "training.grad_precision=bf16"));
 }
 
+// Megatron-Bridge's performance scripts turn off fp32 gradient reduction for every model they
+// benchmark (`cfg.ddp.grad_reduce_in_fp32 = False` in the common settings of its Llama 3, Llama 3.1,
+// Qwen3 and DeepSeek-V3 configurations; validate/data/modern/README.md), so each of its rows runs
+// with 16-bit gradients.
+TEST_CASE("modern: every Megatron-Bridge row reduces its gradients in bf16, as its scripts set", "[validate][modern]") {
+    const CsvTable t = CsvTable::read(kCsv);
+    const cli::NameResolvers names = cli::builtin_name_resolvers();
+    int rows = 0;
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+        if (t.text(r, "block") != "megatron-bridge-25.11") continue;
+        ++rows;
+        INFO(t.text(r, "row_id"));
+        const ModernJob job = modern_job(t, r, names, CheckOptions{});
+        REQUIRE(job.needs.empty());
+        CHECK(has(job.sets, "training.grad_precision=bf16"));
+    }
+    CHECK(rows == 16);
+}
+
 TEST_CASE("modern: a gradient dtype cuboid does not know is refused at its key", "[validate][modern]") {
     // The data file with the Nemotron row's gradient dtype misspelt.
     std::ifstream in(kCsv);
