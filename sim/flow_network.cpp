@@ -103,7 +103,7 @@ FlowId FlowNetwork::attach_new(std::span<const LinkUse> uses, Bytes bytes, Time 
     for (const LinkUse& u : uses) {
         if (u.link >= links_.size()) throw std::logic_error("flow network: flow uses an unknown link");
         // attach() reads every link next: start the (mostly missing) lines loading together.
-        __builtin_prefetch(&links_[u.link]);
+        prefetch_link(u.link);
     }
     if (!waits(uses, bytes)) return kNoFlow;
 
@@ -172,7 +172,7 @@ void FlowNetwork::settle(Time now) {
         double solo = std::numeric_limits<double>::infinity();
         bool alone = true;
         for (std::uint32_t i = 0; i < f.use_count; ++i) {
-            if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
+            prefetch_use(f, i);
             if (!(f.uses[i].weight > 0.0)) continue;
             const LinkState& L = links_[f.uses[i].link];
             alone = alone && L.flows.size() == 1;
@@ -268,7 +268,7 @@ bool FlowNetwork::detach(FlowId id) {
     const FlowState& f = flows_[id];
     bool shared = false;
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
+        prefetch_use(f, i);
         if (!(f.uses[i].weight > 0.0)) continue;
         auto& on = links_[f.uses[i].link].flows;
         const auto it = std::find_if(on.begin(), on.end(), [id](const OnLink& o) { return o.flow == id; });
@@ -298,7 +298,7 @@ bool FlowNetwork::settles_alone(FlowId id, double& rate) {
     local_links_.clear();
     double level = std::numeric_limits<double>::infinity();
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
+        prefetch_use(f, i);
         if (!(f.uses[i].weight > 0.0)) continue;
         const LinkState& L = links_[f.uses[i].link];
         const Others others = others_on(L, id);
@@ -323,7 +323,7 @@ bool FlowNetwork::leaves_others_alone(FlowId id) const {
     const FlowState& f = flows_[id];
     const double slower = f.rate * (1.0 - kLocalMargin);
     for (std::uint32_t i = 0; i < f.use_count; ++i) {
-        if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
+        prefetch_use(f, i);
         if (!(f.uses[i].weight > 0.0)) continue;
         const LinkState& L = links_[f.uses[i].link];
         const Others others = others_on(L, id);
@@ -397,8 +397,7 @@ void FlowNetwork::collect_component(FlowId seed_flow, std::span<const LinkUse> s
         for (; next_flow < comp_flows_.size(); ++next_flow) {
             const FlowState& f = flows_[comp_flows_[next_flow]];
             for (std::uint32_t i = 0; i < f.use_count; ++i) {
-                // A ring's flow crosses thousands of links in no order the cache can guess.
-                if (i + kPrefetchAhead < f.use_count) prefetch_link(f.uses[i + kPrefetchAhead].link);
+                prefetch_use(f, i);
                 if (!(f.uses[i].weight > 0.0)) continue;
                 LinkState& L = visit_link(f.uses[i].link);
                 add_compensated(L.weight, L.weight_error, f.uses[i].weight);
@@ -463,7 +462,7 @@ std::size_t FlowNetwork::freeze_saturated(double level) {
             f.rate = level;
             ++frozen;
             for (std::uint32_t u = 0; u < f.use_count; ++u) {
-                if (u + kPrefetchAhead < f.use_count) prefetch_link(f.uses[u + kPrefetchAhead].link);
+                prefetch_use(f, u);
                 if (!(f.uses[u].weight > 0.0)) continue;
                 LinkState& M = links_[f.uses[u].link];
                 M.free -= f.uses[u].weight * level;

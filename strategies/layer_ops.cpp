@@ -368,7 +368,7 @@ std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind red
     backward_memory(e, c, LayerOp::Bda1);
     e.wait_for(gather_after_last(e, c));
     backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
-    if (c.recompute == Recompute::Selective && c.memory.recomputed_qkv > 0.0) {  // mla_up_proj
+    if (c.recompute == Recompute::Selective && c.dims.mla && c.dims.recompute_mla_up) {
         emit_mla_up_projections_recompute(e, c);
         if (runs(c.dims, LayerOp::Rope)) forward_kernel(e, c, Phase::Recompute, LayerOp::Rope);
     }

@@ -243,7 +243,7 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
     const std::string key = "parallel.recompute_modules";
     const ParallelPlan::RecomputeModules& m = sc.parallel.recompute_modules;
-    if (!sc.key_lines.contains(key) && m.core_attn && !m.mla_up_proj) return;
+    if (!sc.key_lines.contains(key) && m.is_default()) return;
     c.require(sc.parallel.recompute == Recompute::Selective, key,
               "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
                   to_string(sc.parallel.recompute) + ")");

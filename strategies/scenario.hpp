@@ -211,6 +211,7 @@ struct ParallelPlan {
         bool mla_up_proj = false;
         bool& chosen(RecomputeModule m) { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
         bool chosen(RecomputeModule m) const { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
+        bool is_default() const { return core_attn && !mla_up_proj; }  // Megatron-Core's [core_attn]
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

@@ -29,9 +29,8 @@ namespace {
 
 // "selective", with the modules where they are not Megatron-Core's default [core_attn].
 std::string recompute_text(const ParallelPlan& p) {
-    const auto& m = p.recompute_modules;
-    if (p.recompute != Recompute::Selective || (m.core_attn && !m.mla_up_proj)) return to_string(p.recompute);
-    return fmt::format("{} ({})", to_string(p.recompute), fmt::join(module_names(m), ", "));
+    if (p.recompute != Recompute::Selective || p.recompute_modules.is_default()) return to_string(p.recompute);
+    return fmt::format("{} ({})", to_string(p.recompute), fmt::join(module_names(p.recompute_modules), ", "));
 }
 
 constexpr double kGB = 1e9;  // GB = 1e9 bytes throughout the report
