@@ -86,6 +86,21 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
                              static_cast<double>(d.q_width() + d.k_width() + d.v_width()) / static_cast<double>(d.t);
         mem.forward[attn] -= mem.recomputed_qkv;
     }
+    if (r == Recompute::Selective && d.recompute_layernorm) {
+        // Megatron-Core's layernorm module (output-discarding checkpoints of input_layernorm and
+        // pre_mlp_layernorm): each separate norm's output, 16-bit over the rank's rows, is what
+        // the GEMM after it keeps as its input (with the router's probabilities beside it in a
+        // mixture-of-experts layer, and the latents beside it in latent attention's slot).
+        const double norm_output = d.act_bytes * static_cast<double>(d.tokens() * d.h) / d.sp_div();
+        const auto move = [&mem](LayerOp op, double bytes) {
+            const auto i = static_cast<std::size_t>(op);
+            mem.forward[i] -= bytes;
+            mem.recompute[i] += bytes;
+            return bytes;
+        };
+        if (d.separate_norm1()) mem.recomputed_norm1 = move(LayerOp::Qkv, norm_output);
+        if (d.separate_norm2()) mem.recomputed_norm2 = move(LayerOp::Fc1, norm_output);
+    }
     const bool core = r == Recompute::Selective && d.recompute_core_attention;  // core_attn among the modules
     if (core && d.fused_attention) {
         // Megatron-Core checkpoints the core attention: Q, K and V stay as the checkpoint's inputs,

@@ -33,6 +33,13 @@ struct LayerMemory {
     // Selective recomputation of latent attention's up-projections (mla_up_proj): the Q, K and V
     // the attention core keeps, written again before its backward and freed by it.
     double recomputed_qkv = 0.0;
+    // Selective recomputation of the norms (layernorm), where they are modules of their own
+    // (LayerDims::separate_norm1/2): LayerNorm 1's and 2's outputs, not kept from the forward, sit
+    // in the recompute slot of the GEMM that reads them (QKV's, or latent attention's
+    // projections'; FC1's, or the router's), allocated by the norm's recomputation at the start
+    // of its block's backward and freed where the forward's copy was.
+    double recomputed_norm1 = 0.0;
+    double recomputed_norm2 = 0.0;
 };
 
 // none: all in forward. selective: softmax output, dropout mask and output recomputed (the

@@ -190,6 +190,8 @@ LayerContext sub_batch(const LayerContext& c) {
         sub.memory.recompute[i] /= c.overlap_chunks;
     }
     sub.memory.recomputed_qkv /= c.overlap_chunks;
+    sub.memory.recomputed_norm1 /= c.overlap_chunks;
+    sub.memory.recomputed_norm2 /= c.overlap_chunks;
     sub.overlap_chunks = 1;
     return sub;
 }
@@ -356,6 +358,7 @@ std::uint32_t gather_after_last(OpEmitter& e, const LayerContext& c) {
 std::uint32_t mlp_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
     backward_memory(e, c, LayerOp::Bda2);
     e.wait_for(gather_after_last(e, c));  // sequence parallel: gather the output gradient
+    emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
     backward_gemm(e, c, LayerOp::Fc2, kNoOp, kNoReduce);
     backward_memory(e, c, LayerOp::Act);
     // LayerNorm-2 output for FC1's weight gradient (with the weight gradient, when deferred)
@@ -367,6 +370,7 @@ std::uint32_t mlp_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
 std::uint32_t attention_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
     backward_memory(e, c, LayerOp::Bda1);
     e.wait_for(gather_after_last(e, c));
+    emit_norm_recompute(e, c, LayerOp::Ln1, c.memory.recomputed_norm1);
     backward_gemm(e, c, LayerOp::Proj, kNoOp, kNoReduce);
     if (c.recompute == Recompute::Selective && c.dims.mla && c.dims.recompute_mla_up) {
         emit_mla_up_projections_recompute(e, c);
@@ -429,6 +433,13 @@ sim::OpKind memory_kind(LayerOp op) {
         case LayerOp::Act: return sim::OpKind::Activation;
         default: return sim::OpKind::Elementwise;
     }
+}
+
+void emit_norm_recompute(OpEmitter& e, const LayerContext& c, LayerOp norm, double output) {
+    if (!(output > 0.0)) return;
+    sim::Op o = memory_op(memory_kind(norm), c.labels->rec[idx(norm)], forward_bytes(c, norm), OpCategory::Recompute);
+    o.memory_alloc = Bytes(output);
+    e.compute(o);
 }
 
 LayerContext LayerContext::make(const LayerDims& d, Recompute r, const Labels& labels) {

@@ -47,6 +47,14 @@ struct LayerContext {
 // tensor modes' layers use the same kinds.
 sim::OpKind memory_kind(LayerOp op);
 
+// Megatron-Core's layernorm module: the norm runs again from its kept input at the start of its
+// block's backward (its output-discarding checkpoint recomputes when the gradient of the block's
+// output arrives), writing the `output` bytes (LayerMemory::recomputed_norm1/2) that the next
+// GEMM's weight gradient reads and frees; nothing when `output` is 0. The callers emit it after
+// the sequence-parallel gather of that gradient, which the block's first GEMM waits for: a
+// collective carries what the kernel before it produced, and the two orders take the same time.
+void emit_norm_recompute(OpEmitter& e, const LayerContext& c, LayerOp norm, double output);
+
 // The fused attention kernel (forward or backward) of a rank with these dimensions.
 sim::Op fused_attention_op(std::uint32_t label, const LayerDims& d, bool backward, sim::OpCategory cat);
 

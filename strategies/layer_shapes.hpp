@@ -38,9 +38,12 @@ struct LayerDims {
     bool attn_dropout = true;
     bool hidden_dropout = true;  // the bias-dropout-adds keep a mask (ModelSpec::hidden_dropout)
     // What selective recomputation runs again (ParallelPlan::recompute_modules): the attention
-    // core, and latent attention's up-projections with the rotary embedding.
+    // core, latent attention's up-projections with the rotary embedding, the norms that are
+    // modules of their own (separate_norm1/2), the experts' activation.
     bool recompute_core_attention = true;
     bool recompute_mla_up = false;
+    bool recompute_layernorm = false;
+    bool recompute_moe_act = false;
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
@@ -54,9 +57,19 @@ struct LayerDims {
     // every sequence (2 of its 2c chunks) and attend them to all `keys` = the whole sequence.
     std::int64_t cp = 1;
     ContextMode cp_mode = ContextMode::Ring;
+    // Whether a norm is a module of its own, whose output the next GEMM reads as its input (the
+    // layernorm module can then recompute it), rather than fused into that GEMM: Transformer
+    // Engine's LayerNormLinear fuses the norm before QKV and before FC1 (Megatron-Core's
+    // TransformerEngine layer spec: input_layernorm and pre_mlp_layernorm are IdentityOp there),
+    // except before latent attention's down-projections and before a router, where the norm is
+    // a TENorm of its own; without Transformer Engine both norms are modules.
+    bool separate_norm1() const { return mla || !te_kernels; }
+    bool separate_norm2() const { return moe || !te_kernels; }
     void set_recompute_modules(const ParallelPlan::RecomputeModules& m) {
         recompute_core_attention = m.core_attn;
         recompute_mla_up = m.mla_up_proj;
+        recompute_layernorm = m.layernorm;
+        recompute_moe_act = m.moe_act;
     }
     void set_context(int c, ContextMode mode) {
         if (c <= 1) return;

@@ -23,10 +23,25 @@ bool stores_in(const LayerContext& c, Phase ph) {
 
 double stored(const LayerContext& c, Phase ph, double bytes) { return stores_in(c, ph) ? bytes : 0.0; }
 
-// The router's input (LayerNorm 2's output, the dense MLP's FC1 entry) with its probabilities.
+// The router's input (LayerNorm 2's output, the dense MLP's FC1 entry) with its probabilities:
+// all that the router's weight gradient frees.
 double router_saved(const LayerContext& c) {
     const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
     return c.memory.forward[fc1] + c.memory.recompute[fc1];
+}
+
+// What the router's forward (or, under full recomputation, its recomputation) allocates of it:
+// its phase's part, the probabilities alone when the layernorm module recomputes the norm's
+// output (LayerMemory::recomputed_norm2, allocated by that recomputation).
+double router_kept(const LayerContext& c, Phase ph) {
+    const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
+    return (ph == Phase::Recompute ? c.memory.recompute : c.memory.forward)[fc1];
+}
+
+// Megatron-Core's moe_act module: the experts' activation output (expert FC2's input) is freed
+// once FC2 has read it and written again from the kept FC1 output before FC2's backward.
+bool discards_activation(const LayerContext& c) {
+    return c.recompute == Recompute::Selective && c.dims.recompute_moe_act;
 }
 
 sim::Op compute_op(const LayerContext& c, Phase ph, MoeOp op, const sim::GemmShape& g) {
@@ -130,7 +145,10 @@ void shared_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms&
 std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
     const LayerDims& d = c.dims;
     const auto b = static_cast<std::size_t>(Phase::Backward);
-    if (d.sp) e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
+    if (d.sp) {
+        e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
+        emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);  // after the gradient's gather
+    }
     e.compute(gemm_op(c.labels->moe[b][idx(MoeOp::SharedFc2)], input_grad_shape(g.shared_fc2), OpCategory::Compute,
                       d.act_bytes));
     if (!c.defer_weight_grad) weight_grad(e, c, MoeOp::SharedFc2, g.shared_fc2, keep.shared_act);
@@ -173,7 +191,7 @@ void emit_moe_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
     const MoeGemms g = moe_gemms(d);
     const MoeActivations keep = moe_activations(d);
     sim::Op router = compute_op(c, ph, MoeOp::Router, g.router);
-    router.memory_alloc = Bytes(stored(c, ph, router_saved(c)));
+    router.memory_alloc = Bytes(router_kept(c, ph));
     e.compute(router);
     e.compute(kernel_op(c, ph, MoeOp::RouterTopk, OpKind::Softmax, topk_bytes(d)));
     // The permuted copies wait in the send buffer until the dispatch has sent them.
@@ -195,6 +213,7 @@ void emit_moe_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
     const double output = d.act_bytes * rows * as_double(d.h);
     sim::Op fc2 = compute_op(c, ph, MoeOp::ExpertFc2, g.expert_fc2);
     fc2.memory_alloc = Bytes(output);
+    if (ph == Phase::Forward && discards_activation(c)) fc2.memory_free = Bytes(keep.expert_act);
     e.compute(fc2);
     const bool collective = d.ep > 1 || d.etp > 1;
     combine(e, c, ph, collective ? output : 0.0);
@@ -211,12 +230,22 @@ std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
     const auto b = static_cast<std::size_t>(Phase::Backward);
     const bool now = !c.defer_weight_grad;
+    // The layernorm module's recomputation of the router's norm, first (after the shared
+    // experts' gather of the output gradient under sequence parallelism, shared_backward).
+    const bool shared_gathers = d.shared_ffn > 0 && d.sp;
+    if (!shared_gathers) emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
     const std::uint32_t shared = d.shared_ffn > 0 ? shared_backward(e, c, g, keep) : kNoOp;
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Unpermute, OpKind::Elementwise, permute_bytes(d)));
     combine(e, c, Phase::Backward, 0.0);
+    const double rows = as_double(d.expert_rows());
+    if (discards_activation(c)) {  // before FC2's backward, whose weight gradient reads it
+        sim::Op act = kernel_op(c, Phase::Recompute, MoeOp::ExpertAct, OpKind::Activation,
+                                act_bytes(d, rows, as_double(d.expert_ffn) / as_double(d.etp)));
+        act.memory_alloc = Bytes(keep.expert_act);
+        e.compute(act);
+    }
     e.compute(gemm_op(l.moe[b][idx(MoeOp::ExpertFc2)], input_grad_shape(g.expert_fc2), OpCategory::Compute, d.act_bytes));
     if (now) weight_grad(e, c, MoeOp::ExpertFc2, g.expert_fc2, 0.0);
-    const double rows = as_double(d.expert_rows());
     sim::Op act = kernel_op(c, Phase::Backward, MoeOp::ExpertAct, OpKind::Activation,
                             2.0 * act_bytes(d, rows, as_double(d.expert_ffn) / as_double(d.etp)));
     // Deferred, FC2's weight gradient still reads the activation's output.

@@ -26,6 +26,9 @@ constexpr Descriptor<RecomputeModule> kRecomputeModules[] = {
     {RecomputeModule::CoreAttn, "core_attn", "the attention core (Megatron-Core's default module)"},
     {RecomputeModule::MlaUpProj, "mla_up_proj",
      "latent attention's up-projections and rotary embedding: Q, K and V not kept (DeepSeek-V3 recipes)"},
+    {RecomputeModule::Layernorm, "layernorm",
+     "the norms that are modules of their own (not fused into the next GEMM): their outputs not kept"},
+    {RecomputeModule::MoeAct, "moe_act", "the experts' activation: its output (expert FC2's input) not kept"},
 };
 
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {

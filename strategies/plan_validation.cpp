@@ -239,7 +239,11 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 
 // Megatron-Core's recompute_modules: a choice of selective recomputation; mla_up_proj of the
 // latent attention's Q, K and V, which the fused attention kernel keeps (the unfused core keeps
-// them as its GEMMs' operands, not modelled with it).
+// them as its GEMMs' operands, not modelled with it); layernorm where some norm is a module of its
+// own (LayerDims::separate_norm1/2: Transformer Engine fuses the others into the next GEMM, and
+// Megatron-Core then has nothing to recompute); moe_act in a mixture-of-experts model. The norms'
+// and the activation's outputs are modelled in the 1d layer program (2d, 3d and atp keep their
+// own activations).
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
     const std::string key = "parallel.recompute_modules";
     const ParallelPlan::RecomputeModules& m = sc.parallel.recompute_modules;
@@ -247,6 +251,20 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     c.require(sc.parallel.recompute == Recompute::Selective, key,
               "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
                   to_string(sc.parallel.recompute) + ")");
+    if (m.layernorm || m.moe_act) {
+        c.require(sc.parallel.tensor_mode == TensorMode::OneD, key,
+                  "layernorm and moe_act are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
+    }
+    if (m.layernorm) {
+        c.require(sc.model.has_norm_modules(), key,
+                  "layernorm has nothing to recompute here: Transformer Engine fuses both norms of every layer "
+                  "into the GEMM after them (only latent attention's input norm, a router's norm, or the norms "
+                  "without training.transformer_engine are modules of their own)");
+    }
+    if (m.moe_act) {
+        c.require(sc.model.moe(), key, "moe_act recomputes the experts' activation: it needs a mixture-of-experts "
+                                       "model (model.experts)");
+    }
     if (!m.mla_up_proj) return;
     c.require(sc.model.mla(), key, "mla_up_proj needs multi-head latent attention: set model.attention_kind: mla");
     c.require(sc.model.attention == AttentionKernel::Fused, key,

@@ -123,6 +123,11 @@ struct ModelSpec {
     }
     int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
     bool moe() const { return experts > 0; }
+    // Whether some layer has a norm that is a module of its own, whose output the layernorm
+    // recompute module can drop (LayerDims::separate_norm1/2): latent attention's input norm, a
+    // router's norm, or any norm without Transformer Engine (which fuses the others into the GEMM
+    // after them).
+    bool has_norm_modules() const { return mla() || moe() || !transformer_engine; }
     int top_k() const { return experts_per_token > 0 ? experts_per_token : 1; }
     int expert_ffn_or_default() const { return expert_ffn_hidden > 0 ? expert_ffn_hidden : ffn_or_default(); }
     // Whether global layer `layer` (0-based) has the mixture-of-experts MLP.
@@ -133,7 +138,7 @@ struct ModelSpec {
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
 // The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
-enum class RecomputeModule { CoreAttn, MlaUpProj };
+enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
 // Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
@@ -204,14 +209,34 @@ struct ParallelPlan {
     Recompute recompute = Recompute::None;
     // Megatron-Core's recompute_modules under recompute: selective, the parts of every layer that
     // run again before its backward instead of keeping their outputs: core_attn (the default, the
-    // attention core of Korthikanti et al. 2022) and mla_up_proj (multi-head latent attention's
-    // up-projections and rotary embedding: Q, K and V written again from the kept latents).
+    // attention core of Korthikanti et al. 2022), mla_up_proj (multi-head latent attention's
+    // up-projections and rotary embedding: Q, K and V written again from the kept latents),
+    // layernorm (the norms that are modules of their own, not fused into the next GEMM: their
+    // outputs written again from their kept inputs) and moe_act (the experts' activation: its
+    // output written again from the kept FC1 output before expert FC2's backward).
     struct RecomputeModules {
         bool core_attn = true;
         bool mla_up_proj = false;
-        bool& chosen(RecomputeModule m) { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
-        bool chosen(RecomputeModule m) const { return m == RecomputeModule::CoreAttn ? core_attn : mla_up_proj; }
-        bool is_default() const { return core_attn && !mla_up_proj; }  // Megatron-Core's [core_attn]
+        bool layernorm = false;
+        bool moe_act = false;
+
+    private:
+        template <class Self>
+        static auto& flag(Self& self, RecomputeModule m) {
+            switch (m) {
+                case RecomputeModule::CoreAttn: return self.core_attn;
+                case RecomputeModule::MlaUpProj: return self.mla_up_proj;
+                case RecomputeModule::Layernorm: return self.layernorm;
+                case RecomputeModule::MoeAct: break;
+            }
+            return self.moe_act;
+        }
+
+    public:
+        bool& chosen(RecomputeModule m) { return flag(*this, m); }
+        bool chosen(RecomputeModule m) const { return flag(*this, m); }
+        // Megatron-Core's default, [core_attn].
+        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act; }
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

@@ -17,22 +17,41 @@ namespace {
 using Sets = std::vector<std::string>;
 
 // Each kind's alternatives, least change first: the first one that fits is the suggestion.
+// Megatron-Core's recompute modules that drop outputs this model has, beside core_attn: latent
+// attention's up-projections, the norms that are modules of their own, the experts' activation.
+std::string fine_grained_modules(const ModelSpec& m) {
+    std::string modules = "core_attn";
+    if (m.mla()) modules += ",mla_up_proj";
+    if (m.has_norm_modules()) modules += ",layernorm";
+    if (m.moe()) modules += ",moe_act";
+    return modules;
+}
+
 std::vector<Sets> recompute_steps(const Scenario& s) {
     // Activations kept, most to fewest: none > selective > (latent attention: selective with its
-    // up-projections too, Megatron-Core's mla_up_proj) > stage-aware (only the layers memory
-    // needs) > full. Stage-aware after a stage-aware plan that did not fit is full on every stage.
+    // up-projections too, Megatron-Core's mla_up_proj) > (selective with every module this model
+    // has that drops an output: the norms that are modules, the experts' activation) >
+    // stage-aware (only the layers memory needs) > full. Stage-aware after a stage-aware plan
+    // that did not fit is full on every stage.
     const Recompute current = s.parallel.recompute;
-    const bool mla_up_open = s.model.mla() && !s.parallel.recompute_modules.mla_up_proj;
+    const ParallelPlan::RecomputeModules& chosen = s.parallel.recompute_modules;
+    const bool mla_up_open = s.model.mla() && !chosen.mla_up_proj;
     const Sets with_up_projections{"parallel.recompute=selective", "parallel.recompute_modules=core_attn,mla_up_proj"};
+    const bool fine_open = (s.model.has_norm_modules() && !chosen.layernorm) || (s.model.moe() && !chosen.moe_act);
+    const Sets fine_grained{"parallel.recompute=selective", "parallel.recompute_modules=" + fine_grained_modules(s.model)};
+    const auto selective_steps = [&](std::vector<Sets>& steps) {
+        if (mla_up_open) steps.push_back(with_up_projections);
+        if (fine_open) steps.push_back(fine_grained);
+    };
     const std::vector<Recompute> order{Recompute::None, Recompute::Selective, Recompute::StageAware,
                                        Recompute::Full};
     std::vector<Sets> steps;
-    if (current == Recompute::Selective && mla_up_open) steps.push_back(with_up_projections);
+    if (current == Recompute::Selective) selective_steps(steps);
     const auto at = std::find(order.begin(), order.end(), current);
     for (auto r = at == order.end() ? order.end() : at + 1; r != order.end(); ++r) {
         if (current == Recompute::StageAware && *r == Recompute::Full) continue;
         steps.push_back({"parallel.recompute=" + to_string(*r)});
-        if (*r == Recompute::Selective && mla_up_open) steps.push_back(with_up_projections);
+        if (*r == Recompute::Selective) selective_steps(steps);
     }
     return steps;
 }

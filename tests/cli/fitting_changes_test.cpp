@@ -167,6 +167,24 @@ TEST_CASE("fitting changes: latent attention's up-projections recomputed before 
         CHECK(c.sets != up);
 }
 
+TEST_CASE("fitting changes: a mixture of experts drops its norm and activation outputs before stage-aware", "[fit]") {
+    // Megatron-Core's layernorm and moe_act modules under selective recomputation (the router's
+    // norm is a module of its own; the experts' activation): between the peak with them and the
+    // plan's own, that is the recomputation offered.
+    const Scenario s = load_scenario_text(
+        "name: fit-moe\n"
+        "model: {layers: 2, hidden: 1024, heads: 16, seq_len: 2048, vocab: 32000, swiglu: true, attention: fused,\n"
+        "        experts: 8, experts_per_token: 2, expert_ffn_hidden: 1024}\n"
+        "cluster: {gpu: a100-sxm-40gb, nodes: 1, gpus_per_node: 1}\n"
+        "parallel: {tensor: 1, pipeline: 1, recompute: selective, zero_stage: 2}\n"
+        "training: {global_batch: 1, grad_precision: bf16}\n",
+        "fit-moe.yaml", "", context().names);
+    const Sets fine{"parallel.recompute=selective", "parallel.recompute_modules=core_attn,layernorm,moe_act"};
+    const FittingChange c = offered_between(s, ChangeKind::Recompute, fine, {});
+    CHECK(c.sets == fine);
+    CHECK(c.peak_memory_bytes == peak_with(s, fine));
+}
+
 TEST_CASE("fitting changes: the least activation offloading that fits, where Megatron-Core allows it", "[fit]") {
     // Eight layers, no recomputation, no pipeline: the steps are 1, 2, ..., 7 layers (eighths of
     // all but the last, rounded up). Between the peaks with 3 and with 2 layers offloaded, 3 is

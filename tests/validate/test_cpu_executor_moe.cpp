@@ -171,6 +171,52 @@ TEST_CASE("pipelined and recomputed expert layers reproduce the reference", "[cp
     }
 }
 
+// Megatron-Core's output-discarding modules around the experts: the router's norm output and the
+// experts' activation output are dropped after the forward and written again in the backward;
+// the gradients match the reference only if the recomputed values are the forward's and reach the
+// weight gradients that read them (the router's, the shared FC1's, expert FC2's). The executor
+// drops the activation output where the program's FC2 forward releases it, so a program without
+// its recomputation fails; the norm's output, which the router's allocation keeps no longer, it
+// cannot tell from the probabilities beside it: there the check is that the recomputed norm equals
+// the forward's (recompute_diff). The dense layers' norms are checked the other way too
+// (test_cpu_executor.cpp).
+TEST_CASE("the layernorm and moe_act modules reproduce the reference", "[cpu_executor][moe]") {
+    const auto fine = [](MoeCase m) {
+        m.base.recompute = Recompute::Selective;
+        return m;
+    };
+    std::vector<MoeCase> cases;
+    MoeCase plain = fine(expert_parallel(2, 2));
+    plain.shared = 1;
+    plain.dense_layers = 1;
+    cases.push_back(plain);
+    MoeCase sp = fine(MoeCase{Case{2, 2, 1, Schedule::OneFOneB, Recompute::None, true}});
+    sp.ep = 2;
+    sp.shared = 1;
+    cases.push_back(sp);
+    MoeCase h1 = fine(MoeCase{Case{1, 2, 2, Schedule::ZeroBubbleH1}});
+    h1.ep = 2;
+    h1.shared = 1;
+    cases.push_back(h1);
+    for (const MoeCase& m : cases) {
+        Scenario sc = moe_scenario(m);
+        sc.parallel.recompute_modules = {true, false, true, true};
+        INFO("t=" << m.base.t << " p=" << m.base.p << " schedule " << static_cast<int>(m.base.schedule));
+        const TaggedProgram tp = build(sc);
+        const Outcome o = execute(sc, tp, std::chrono::milliseconds(10000));
+        INFO("error: " << o.run.error);
+        REQUIRE(o.run.ok());
+        CHECK(o.agreement.loss < kTolerance);
+        CHECK(o.agreement.grads < kTolerance);
+        CHECK(o.agreement.weights < kTolerance);
+        CHECK(o.run.recompute_diff < 1e-12);
+        // Without the activation's recomputation expert FC2's backward has no input to read.
+        TaggedProgram broken = tp;
+        erase_op(broken, 0, first_op(broken, 0, "R.moe.expert_act", true));
+        CHECK_FALSE(execute(sc, broken, std::chrono::milliseconds(2000)).run.ok());
+    }
+}
+
 // Zero-bubble schedules: each expert layer's backward as B (the input gradients through the
 // combine, the experts and the dispatch) and a later W (the shared experts', the experts' and the
 // router's weight gradients, which must still reach the expert-data reduction and the optimizer).

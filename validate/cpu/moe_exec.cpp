@@ -105,6 +105,10 @@ void RankRunner::moe_forward(MoeOp op, const OpTag& tag, Phase phase, const sim:
     const auto set = [&](Field f, Mat v) { put(c, key, f, std::move(v), phase); };
     if (phase == Phase::Forward && o.memory_alloc.value == 0.0)
         for (Field f : saved_by(op)) unkept_[key].push_back(f);
+    // Expert FC2's forward releasing memory is the moe_act module's: the activation output it read
+    // is not kept, and the backward must write it again before FC2's weight gradient reads it.
+    if (phase == Phase::Forward && op == MoeOp::ExpertFc2 && o.memory_free.value > 0.0)
+        unkept_[key].push_back(Field::ExpertG);
     // The copies the permutation sends, by expert: their experts, and this rank as their origin.
     const auto sent = [&](std::vector<int>& experts, std::vector<int>& origins) {
         for (int copy : r.send_order) experts.push_back(r.routing.expert[static_cast<std::size_t>(copy)]);

@@ -1,0 +1,236 @@
+// Megatron-Core's output-discarding recompute modules under selective recomputation: layernorm
+// (the norms that are modules of their own, LayerDims::separate_norm1/2) and moe_act (the experts'
+// activation). Against closed forms: the bytes each moves from the forward's stores to the
+// recomputation, the kernels that run again (the forward's bytes, once per layer and micro-batch,
+// in the recompute category) and where, memory conservation under every schedule, the peak
+// memory saved on one stage, and the plan checks at their key.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "strategies/activation_memory.hpp"
+#include "strategies/layer_shapes.hpp"
+#include "strategies/mla_layer.hpp"
+#include "strategies/moe_layer.hpp"
+#include "strategies/program_builder.hpp"
+#include "strategies/run.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
+
+using namespace cuboid;
+
+namespace {
+
+constexpr int kMicro = 4, kLayers = 4;
+constexpr double kA = 2.0;  // bytes per 16-bit activation
+constexpr double kTokens = 32, kHidden = 64;
+
+// The tiny model with `layers` layers, `micro` micro-batches of one sequence on t GPUs (sequence
+// parallel when t > 1), selective recomputation of the attention core plus `modules`.
+Scenario selective(Scenario sc, bool layernorm, bool moe_act) {
+    sc.parallel.recompute = Recompute::Selective;
+    sc.parallel.recompute_modules = {true, false, layernorm, moe_act};
+    sc.key_lines["parallel.recompute_modules"] = 1;
+    return sc;
+}
+
+// Megatron-Core's mixture of experts with Transformer Engine: the norm before the router is a
+// module of its own, the one before QKV is fused into the QKV GEMM.
+Scenario moe_te(int t) {
+    Scenario sc = test::tiny_scenario(t, 1, 1, kMicro, kLayers);
+    sc.model.swiglu = true;
+    sc.model.attention = AttentionKernel::Fused;
+    sc.model.attention_dropout = false;
+    sc.model.transformer_engine = true;
+    sc.model.experts = 8;
+    sc.model.experts_per_token = 2;
+    sc.model.expert_ffn_hidden = 96;
+    sc.parallel.sequence_parallel = t > 1;
+    return sc;
+}
+
+// A dense layer without Transformer Engine: both norms are modules of their own.
+Scenario dense_plain(int t) {
+    Scenario sc = test::tiny_scenario(t, 1, 1, kMicro, kLayers);
+    sc.parallel.sequence_parallel = t > 1;
+    return sc;
+}
+
+LayerDims dims_of(const Scenario& sc) {
+    LayerDims d = LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
+                                  sc.training.precision);
+    d.set_experts(sc.model, sc.parallel.expert, sc.parallel.expert_tensor);
+    d.set_recompute_modules(sc.parallel.recompute_modules);
+    return d;
+}
+
+struct LabelTotals {
+    std::map<std::string, double> bytes, alloc, freed;
+    std::map<std::string, int> count;
+};
+
+LabelTotals totals(const Scenario& sc) {
+    const sim::Program p = build_program(sc, validate_plan(sc));
+    LabelTotals out;
+    for (const sim::Op& op : p.op_lists[0].ops) {
+        const std::string& l = p.labels[op.label];
+        out.bytes[l] += op.bytes.value;
+        out.alloc[l] += op.memory_alloc.value;
+        out.freed[l] += op.memory_free.value;
+        out.count[l] += 1;
+    }
+    return out;
+}
+
+double at(const std::map<std::string, double>& m, const std::string& key) {
+    const auto it = m.find(key);
+    return it == m.end() ? 0.0 : it->second;
+}
+
+int count_of(const LabelTotals& t, const std::string& key) {
+    const auto it = t.count.find(key);
+    return it == t.count.end() ? 0 : it->second;
+}
+
+std::size_t slot(LayerOp op) { return static_cast<std::size_t>(op); }
+
+void check_released_under_schedules(const Scenario& base) {
+    for (const Schedule s : {Schedule::OneFOneB, Schedule::ZeroBubbleH1, Schedule::GPipe}) {
+        Scenario sc = base;
+        sc.parallel.schedule = s;
+        INFO("schedule " << static_cast<int>(s));
+        test::check_allocations_released(build_program(sc, validate_plan(sc)));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("layernorm: the router's norm output is written again at the start of the expert layer's backward") {
+    const Scenario kept = selective(moe_te(2), false, false), norm = selective(moe_te(2), true, false);
+    const double output = kA * kTokens * kHidden / 2;  // the rank's half of the rows (sequence parallel)
+    const double probs = 4.0 * (kTokens / 2) * 8;      // fp32 per routed token and expert
+    const LayerDims d = dims_of(norm);
+    REQUIRE_FALSE(d.separate_norm1());  // fused into QKV by Transformer Engine
+    REQUIRE(d.separate_norm2());
+    const LayerMemory m = layer_memory(d, Recompute::Selective);
+    CHECK(m.recomputed_norm1 == 0.0);
+    CHECK(m.recomputed_norm2 == output);
+    CHECK(m.forward[slot(LayerOp::Fc1)] == Approx(probs).epsilon(1e-12));
+    CHECK(m.recompute[slot(LayerOp::Fc1)] == output);
+    CHECK(m.forward[slot(LayerOp::Qkv)] == layer_memory(dims_of(kept), Recompute::Selective).forward[slot(LayerOp::Qkv)]);
+
+    const LabelTotals a = totals(kept), b = totals(norm);
+    const double n = kLayers * kMicro;
+    CHECK(count_of(b, "R.ln2") == n);
+    CHECK_FALSE(b.count.contains("R.ln1"));
+    CHECK(at(b.bytes, "R.ln2") == at(b.bytes, "F.ln2"));  // the forward kernel again
+    CHECK(at(b.alloc, "R.ln2") == Approx(n * output));
+    CHECK(at(b.alloc, "F.moe.router") == Approx(n * probs));
+    CHECK(at(a.alloc, "F.moe.router") == Approx(n * (probs + output)));
+    CHECK(at(b.freed, "B.moe.router.wgrad") == at(a.freed, "B.moe.router.wgrad"));  // both, as before
+    check_released_under_schedules(norm);
+
+    const RunResult ra = run_scenario(kept), rb = run_scenario(norm);
+    CHECK(rb.peak_memory_bytes < ra.peak_memory_bytes);
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    RunOptions folded;
+    folded.fold = true;
+    CHECK(run_scenario(norm, folded).fingerprint == rb.fingerprint);
+}
+
+TEST_CASE("layernorm: without Transformer Engine both norms of a dense layer are modules and run again") {
+    const Scenario kept = selective(dense_plain(2), false, false), norm = selective(dense_plain(2), true, false);
+    const double output = kA * kTokens * kHidden / 2;
+    const LayerDims d = dims_of(norm);
+    REQUIRE(d.separate_norm1());
+    REQUIRE(d.separate_norm2());
+    const LayerMemory m = layer_memory(d, Recompute::Selective);
+    // The QKV and FC1 inputs are the norms' outputs: nothing of them is kept.
+    CHECK(m.forward[slot(LayerOp::Qkv)] == 0.0);
+    CHECK(m.forward[slot(LayerOp::Fc1)] == 0.0);
+    CHECK(m.recompute[slot(LayerOp::Qkv)] == output);
+    CHECK(m.recompute[slot(LayerOp::Fc1)] == output);
+
+    const LabelTotals a = totals(kept), b = totals(norm);
+    const double n = kLayers * kMicro;
+    for (const char* ln : {"ln1", "ln2"}) {
+        INFO(ln);
+        CHECK(count_of(b, std::string("R.") + ln) == n);
+        CHECK(at(b.bytes, std::string("R.") + ln) == at(b.bytes, std::string("F.") + ln));
+        CHECK(at(b.alloc, std::string("R.") + ln) == Approx(n * output));
+    }
+    CHECK(at(b.alloc, "F.qkv") == 0.0);
+    CHECK(at(a.alloc, "F.qkv") == Approx(n * output));
+    CHECK(at(b.freed, "B.qkv.wgrad") == at(a.freed, "B.qkv.wgrad"));
+    check_released_under_schedules(norm);
+    Scenario chunks = norm;  // Merak's sub-batches: each recomputes its own part
+    chunks.parallel.overlap_chunks = 2;
+    test::check_allocations_released(build_program(chunks, validate_plan(chunks)));
+
+    // One stage, 1F1B: one micro-batch is in flight, and the peak is its forward's end (the
+    // head's logits and loss), where each of its layers keeps two norm outputs less; the
+    // recomputation comes after, one layer at a time.
+    const RunResult ra = run_scenario(kept), rb = run_scenario(norm);
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes == Approx(2 * output * kLayers).epsilon(1e-9));
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+}
+
+TEST_CASE("layernorm: latent attention's input norm is a module of its own") {
+    Scenario sc = selective(moe_te(2), true, false);
+    sc.model.attention_kind = AttentionKind::Mla;
+    sc.model.q_lora_rank = 32;
+    sc.model.kv_lora_rank = 16;
+    sc.model.qk_nope_head_dim = 8;
+    sc.model.qk_rope_head_dim = 4;
+    sc.model.v_head_dim = 8;
+    const LayerDims d = dims_of(sc);
+    REQUIRE(d.separate_norm1());
+    const LayerMemory m = layer_memory(d, Recompute::Selective);
+    const double output = kA * kTokens * kHidden / 2;
+    CHECK(m.recomputed_norm1 == output);
+    CHECK(m.forward[slot(LayerOp::Qkv)] == Approx(mla_stored_bytes(d) - output).epsilon(1e-12));
+    const LabelTotals b = totals(sc);
+    CHECK(count_of(b, "R.ln1") == kLayers * kMicro);
+    CHECK(at(b.alloc, "F.mla.q_down") == Approx(kLayers * kMicro * (mla_stored_bytes(d) - output)));
+    check_released_under_schedules(sc);
+}
+
+TEST_CASE("moe_act: the experts' activation output is freed after FC2 and written again before its backward") {
+    const Scenario kept = selective(moe_te(2), false, false), act = selective(moe_te(2), false, true);
+    const MoeActivations keep = moe_activations(dims_of(act));
+    const LabelTotals a = totals(kept), b = totals(act);
+    const double n = kLayers * kMicro;
+    CHECK(at(b.freed, "F.moe.expert_fc2") == Approx(n * keep.expert_act));
+    CHECK(at(a.freed, "F.moe.expert_fc2") == 0.0);
+    CHECK(count_of(b, "R.moe.expert_act") == n);
+    CHECK(at(b.bytes, "R.moe.expert_act") == at(b.bytes, "F.moe.expert_act"));
+    CHECK(at(b.alloc, "R.moe.expert_act") == Approx(n * keep.expert_act));
+    CHECK_FALSE(b.count.contains("R.moe.expert_fc1"));  // FC1's output is kept
+    check_released_under_schedules(act);
+
+    // One stage, 1F1B: at the peak, the forward's end of the micro-batch in flight, every layer
+    // keeps its activation output less.
+    const RunResult ra = run_scenario(kept), rb = run_scenario(act);
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes == Approx(keep.expert_act * kLayers).epsilon(1e-9));
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    // Both modules: the two savings add up.
+    const RunResult rc = run_scenario(selective(moe_te(2), true, true));
+    CHECK(rc.peak_memory_bytes < rb.peak_memory_bytes);
+}
+
+TEST_CASE("layernorm and moe_act are checked at parallel.recompute_modules") {
+    const std::string key = "parallel.recompute_modules";
+    CHECK(test::rejected_key(selective(moe_te(2), true, true), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(selective(dense_plain(2), true, false), [](Scenario&) {}).empty());
+    // Transformer Engine fuses both norms of a dense layer with ordinary attention: nothing to do.
+    CHECK(test::rejected_key(selective(dense_plain(2), true, false),
+                             [](Scenario& s) { s.model.transformer_engine = true; }) == key);
+    // moe_act needs experts.
+    CHECK(test::rejected_key(selective(dense_plain(2), false, true), [](Scenario&) {}) == key);
+    // Only under selective recomputation, and in the 1d layer program.
+    CHECK(test::rejected_key(selective(moe_te(2), false, true),
+                             [](Scenario& s) { s.parallel.recompute = Recompute::Full; }) == key);
+    CHECK(test::rejected_key(selective(test::tiny_scenario(4, 1, 1, kMicro, kLayers), true, false), [](Scenario& s) {
+              s.parallel.tensor_mode = TensorMode::TwoD;
+          }) == key);
+}
