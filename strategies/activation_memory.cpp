@@ -101,6 +101,14 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
         if (d.separate_norm1()) mem.recomputed_norm1 = move(LayerOp::Qkv, norm_output);
         if (d.separate_norm2()) mem.recomputed_norm2 = move(LayerOp::Fc1, norm_output);
     }
+    if (r == Recompute::Selective && d.recompute_mlp && !d.moe && !d.separate_norm2()) {
+        // Megatron-Core's mlp module: tensor_parallel.checkpoint of the dense MLP keeps its input
+        // and nothing inside. With the norm fused into FC1 (Transformer Engine; pre_mlp_layernorm
+        // is IdentityOp) that input is the norm's input, kept anyway for the norm's backward, so
+        // FC1's saved input (the norm's output, or its fp8 copy), FC1's output and the activation's
+        // output all go, written again by the MLP's forward run at the start of its backward.
+        for (LayerOp op : {LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2}) move_to_recompute(op);
+    }
     const bool core = r == Recompute::Selective && d.recompute_core_attention;  // core_attn among the modules
     if (core && d.fused_attention) {
         // Megatron-Core checkpoints the core attention: Q, K and V stay as the checkpoint's inputs,

@@ -40,6 +40,8 @@ struct LayerMemory {
     // of its block's backward and freed where the forward's copy was.
     double recomputed_norm1 = 0.0;
     double recomputed_norm2 = 0.0;
+    // The mlp module moves FC1's, the activation's and FC2's stores of a dense layer to their
+    // recompute slots, allocated by the MLP's forward run again at the start of its backward.
 };
 
 // none: all in forward. selective: softmax output, dropout mask and output recomputed (the

@@ -354,11 +354,26 @@ std::uint32_t gather_after_last(OpEmitter& e, const LayerContext& c) {
     return c.dims.sp ? emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()) : kNoOp;
 }
 
+// Megatron-Core's mlp module (a dense MLP with its norm fused into FC1; activation_memory.cpp):
+// the checkpointed MLP's forward again, the fused norm, the sequence-parallel gather, FC1, the
+// activation, FC2 and its reduction, allocating what the backward reads; the reduction is waited
+// for, as the checkpoint's forward returns after it.
+void recompute_mlp(OpEmitter& e, const LayerContext& c) {
+    Pending pending(1, kNoOp);
+    half_layer_forward(e, c, Phase::Recompute, pending, nullptr, LayerOp::Ln2, LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2);
+    e.wait_for(pending.front());
+}
+
+bool recomputes_mlp(const LayerContext& c) {
+    return c.recompute == Recompute::Selective && c.dims.recompute_mlp && !c.dims.moe && !c.dims.separate_norm2();
+}
+
 // The MLP block's backward of one sub-batch; returns FC1's input-gradient reduction (in flight).
 std::uint32_t mlp_backward(OpEmitter& e, const LayerContext& c, OpKind reduce) {
     backward_memory(e, c, LayerOp::Bda2);
     e.wait_for(gather_after_last(e, c));  // sequence parallel: gather the output gradient
     emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
+    if (recomputes_mlp(c)) recompute_mlp(e, c);
     backward_gemm(e, c, LayerOp::Fc2, kNoOp, kNoReduce);
     backward_memory(e, c, LayerOp::Act);
     // LayerNorm-2 output for FC1's weight gradient (with the weight gradient, when deferred)

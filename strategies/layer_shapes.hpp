@@ -39,11 +39,12 @@ struct LayerDims {
     bool hidden_dropout = true;  // the bias-dropout-adds keep a mask (ModelSpec::hidden_dropout)
     // What selective recomputation runs again (ParallelPlan::recompute_modules): the attention
     // core, latent attention's up-projections with the rotary embedding, the norms that are
-    // modules of their own (separate_norm1/2), the experts' activation.
+    // modules of their own (separate_norm1/2), the experts' activation, the dense MLP.
     bool recompute_core_attention = true;
     bool recompute_mla_up = false;
     bool recompute_layernorm = false;
     bool recompute_moe_act = false;
+    bool recompute_mlp = false;  // the dense MLP (a mixture-of-experts layer's MLP is not one)
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
@@ -70,6 +71,7 @@ struct LayerDims {
         recompute_mla_up = m.mla_up_proj;
         recompute_layernorm = m.layernorm;
         recompute_moe_act = m.moe_act;
+        recompute_mlp = m.mlp;
     }
     void set_context(int c, ContextMode mode) {
         if (c <= 1) return;

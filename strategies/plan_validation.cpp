@@ -241,9 +241,9 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 // latent attention's Q, K and V, which the fused attention kernel keeps (the unfused core keeps
 // them as its GEMMs' operands, not modelled with it); layernorm where some norm is a module of its
 // own (LayerDims::separate_norm1/2: Transformer Engine fuses the others into the next GEMM, and
-// Megatron-Core then has nothing to recompute); moe_act in a mixture-of-experts model. The norms'
-// and the activation's outputs are modelled in the 1d layer program (2d, 3d and atp keep their
-// own activations).
+// Megatron-Core then has nothing to recompute); moe_act in a mixture-of-experts model; mlp in a
+// dense layer whose norm Transformer Engine fuses into FC1. The modules' tensors are modelled in
+// the 1d layer program (2d, 3d and atp keep their own activations).
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
     const std::string key = "parallel.recompute_modules";
     const ParallelPlan::RecomputeModules& m = sc.parallel.recompute_modules;
@@ -251,9 +251,17 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     c.require(sc.parallel.recompute == Recompute::Selective, key,
               "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
                   to_string(sc.parallel.recompute) + ")");
-    if (m.layernorm || m.moe_act) {
+    if (m.layernorm || m.moe_act || m.mlp) {
         c.require(sc.parallel.tensor_mode == TensorMode::OneD, key,
-                  "layernorm and moe_act are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
+                  "layernorm, moe_act and mlp are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
+    }
+    if (m.mlp) {
+        c.require(!sc.model.moe() || sc.model.dense_layers > 0, key,
+                  "mlp recomputes the dense MLP: every layer of this model has experts (a mixture-of-experts "
+                  "layer's MLP is the moe module, not modelled)");
+        c.require(sc.model.transformer_engine, key,
+                  "mlp is modelled with the norm fused into FC1 by Transformer Engine (training.transformer_engine: "
+                  "true); without it the checkpoint would start after the norm");
     }
     if (m.layernorm) {
         c.require(sc.model.has_norm_modules(), key,

@@ -138,7 +138,7 @@ struct ModelSpec {
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
 // The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
-enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct };
+enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
 // Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
@@ -212,13 +212,15 @@ struct ParallelPlan {
     // attention core of Korthikanti et al. 2022), mla_up_proj (multi-head latent attention's
     // up-projections and rotary embedding: Q, K and V written again from the kept latents),
     // layernorm (the norms that are modules of their own, not fused into the next GEMM: their
-    // outputs written again from their kept inputs) and moe_act (the experts' activation: its
-    // output written again from the kept FC1 output before expert FC2's backward).
+    // outputs written again from their kept inputs), moe_act (the experts' activation: its
+    // output written again from the kept FC1 output before expert FC2's backward) and mlp (a
+    // dense layer's MLP checkpointed: its forward run again from its input before its backward).
     struct RecomputeModules {
         bool core_attn = true;
         bool mla_up_proj = false;
         bool layernorm = false;
         bool moe_act = false;
+        bool mlp = false;
 
     private:
         template <class Self>
@@ -227,16 +229,17 @@ struct ParallelPlan {
                 case RecomputeModule::CoreAttn: return self.core_attn;
                 case RecomputeModule::MlaUpProj: return self.mla_up_proj;
                 case RecomputeModule::Layernorm: return self.layernorm;
-                case RecomputeModule::MoeAct: break;
+                case RecomputeModule::MoeAct: return self.moe_act;
+                case RecomputeModule::Mlp: break;
             }
-            return self.moe_act;
+            return self.mlp;
         }
 
     public:
         bool& chosen(RecomputeModule m) { return flag(*this, m); }
         bool chosen(RecomputeModule m) const { return flag(*this, m); }
         // Megatron-Core's default, [core_attn].
-        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act; }
+        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act && !mlp; }
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

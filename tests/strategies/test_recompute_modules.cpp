@@ -1,6 +1,6 @@
-// Megatron-Core's output-discarding recompute modules under selective recomputation: layernorm
+// Megatron-Core's recompute modules under selective recomputation: the output-discarding layernorm
 // (the norms that are modules of their own, LayerDims::separate_norm1/2) and moe_act (the experts'
-// activation). Against closed forms: the bytes each moves from the forward's stores to the
+// activation), and mlp (a dense layer's MLP checkpointed). Against closed forms: the bytes each moves from the forward's stores to the
 // recomputation, the kernels that run again (the forward's bytes, once per layer and micro-batch,
 // in the recompute category) and where, memory conservation under every schedule, the peak
 // memory saved on one stage, and the plan checks at their key.
@@ -27,9 +27,9 @@ constexpr double kTokens = 32, kHidden = 64;
 
 // The tiny model with `layers` layers, `micro` micro-batches of one sequence on t GPUs (sequence
 // parallel when t > 1), selective recomputation of the attention core plus `modules`.
-Scenario selective(Scenario sc, bool layernorm, bool moe_act) {
+Scenario selective(Scenario sc, bool layernorm, bool moe_act, bool mlp = false) {
     sc.parallel.recompute = Recompute::Selective;
-    sc.parallel.recompute_modules = {true, false, layernorm, moe_act};
+    sc.parallel.recompute_modules = {true, false, layernorm, moe_act, mlp};
     sc.key_lines["parallel.recompute_modules"] = 1;
     return sc;
 }
@@ -218,7 +218,63 @@ TEST_CASE("moe_act: the experts' activation output is freed after FC2 and writte
     CHECK(rc.peak_memory_bytes < rb.peak_memory_bytes);
 }
 
-TEST_CASE("layernorm and moe_act are checked at parallel.recompute_modules") {
+// A dense layer as Megatron-Core with Transformer Engine runs it: the norm before FC1 is fused.
+Scenario dense_te(int t) {
+    Scenario sc = dense_plain(t);
+    sc.model.swiglu = true;
+    sc.model.attention = AttentionKernel::Fused;
+    sc.model.attention_dropout = false;
+    sc.model.transformer_engine = true;
+    return sc;
+}
+
+TEST_CASE("mlp: a dense layer's checkpointed MLP runs its forward again at the start of its backward") {
+    const Scenario kept = selective(dense_te(2), false, false), mlp = selective(dense_te(2), false, false, true);
+    const LayerDims d = dims_of(mlp);
+    REQUIRE_FALSE(d.separate_norm2());
+    const LayerMemory before = layer_memory(dims_of(kept), Recompute::Selective);
+    const LayerMemory after = layer_memory(d, Recompute::Selective);
+    double moved = 0.0;
+    for (LayerOp op : {LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2}) {
+        INFO(static_cast<int>(op));
+        CHECK(after.forward[slot(op)] == 0.0);
+        CHECK(after.recompute[slot(op)] == before.forward[slot(op)]);
+        moved += before.forward[slot(op)];
+    }
+    CHECK(after.forward[slot(LayerOp::Ln2)] == before.forward[slot(LayerOp::Ln2)]);  // the checkpoint's input
+    // The norm's output (the rank's rows), FC1's output (gate and up, 2 x ffn wide, ffn = 4h) and
+    // the activation's output (ffn wide), the last two split over the two ranks: 16-bit each.
+    const double ffn = 4 * kHidden;
+    CHECK(moved == kA * kTokens * (kHidden / 2 + 2 * ffn / 2 + ffn / 2));
+
+    const LabelTotals a = totals(kept), b = totals(mlp);
+    const double n = kLayers * kMicro;
+    for (const char* op : {"ln2", "fc1", "act", "fc2"}) {
+        INFO(op);
+        CHECK(count_of(b, std::string("R.") + op) == n);
+        CHECK(at(b.bytes, std::string("R.") + op) == at(b.bytes, std::string("F.") + op));
+        CHECK(count_of(a, std::string("R.") + op) == 0);
+    }
+    CHECK(at(b.alloc, "R.fc1") + at(b.alloc, "R.act") + at(b.alloc, "R.fc2") == Approx(n * moved));
+    CHECK(at(b.alloc, "F.fc1") + at(b.alloc, "F.act") + at(b.alloc, "F.fc2") == 0.0);
+    // The checkpoint's forward gathers FC1's input and reduces FC2's output again.
+    CHECK(count_of(b, "R.tp.allgather") == n);
+    CHECK(count_of(b, "R.tp.reducescatter") == n);
+    check_released_under_schedules(mlp);
+
+    // One stage, 1F1B: the forward's end keeps every layer's MLP stores less; the backward writes
+    // one layer's back at a time, each freed by its own backward before the next layer's. The
+    // peak drops by the layers' stores but one at least, by all of them at most.
+    const RunResult ra = run_scenario(kept), rb = run_scenario(mlp);
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    RunOptions folded;
+    folded.fold = true;
+    CHECK(run_scenario(mlp, folded).fingerprint == rb.fingerprint);
+}
+
+TEST_CASE("layernorm, moe_act and mlp are checked at parallel.recompute_modules") {
     const std::string key = "parallel.recompute_modules";
     CHECK(test::rejected_key(selective(moe_te(2), true, true), [](Scenario&) {}).empty());
     CHECK(test::rejected_key(selective(dense_plain(2), true, false), [](Scenario&) {}).empty());
@@ -233,4 +289,10 @@ TEST_CASE("layernorm and moe_act are checked at parallel.recompute_modules") {
     CHECK(test::rejected_key(selective(test::tiny_scenario(4, 1, 1, kMicro, kLayers), true, false), [](Scenario& s) {
               s.parallel.tensor_mode = TensorMode::TwoD;
           }) == key);
+    // mlp: a dense layer, its norm fused into FC1.
+    CHECK(test::rejected_key(selective(dense_te(2), false, false, true), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(selective(dense_plain(2), false, false, true), [](Scenario&) {}) == key);
+    CHECK(test::rejected_key(selective(moe_te(2), false, false, true), [](Scenario&) {}) == key);
+    CHECK(test::rejected_key(selective(moe_te(2), false, false, true),
+                             [](Scenario& s) { s.model.dense_layers = 1; }).empty());
 }

@@ -123,6 +123,35 @@ TEST_CASE("the layernorm recompute module reproduces the reference", "[cpu_execu
     }
 }
 
+// Megatron-Core's mlp module with Transformer Engine (the norm fused into FC1, fp8 casts): the
+// MLP keeps only its input, and its forward (norm, gather, FC1, activation, FC2 and its reduction)
+// runs again at the start of its backward. The executor drops what the forward allocates nothing
+// for, so without the recomputed FC1 the backward has no activation to read.
+TEST_CASE("the mlp recompute module reproduces the reference", "[cpu_executor]") {
+    for (Case base : {Case{2, 2, 1, Schedule::OneFOneB, Recompute::Selective, true},
+                      Case{2, 2, 1, Schedule::ZeroBubbleH1, Recompute::Selective, true},
+                      Case{1, 2, 2, Schedule::OneFOneB, Recompute::Selective}}) {
+        base.fused_attention = true;
+        base.te_fp8 = true;
+        Scenario sc = scenario_of(base);
+        sc.parallel.recompute_modules = {true, false, false, false, true};
+        INFO("t=" << base.t << " sp " << base.sp << " schedule " << static_cast<int>(base.schedule));
+        const TaggedProgram tp = build(sc);
+        const Outcome o = execute(sc, tp);
+        INFO("error: " << o.run.error);
+        REQUIRE(o.run.ok());
+        CHECK(o.agreement.loss < kTolerance);
+        CHECK(o.agreement.grads < kTolerance);
+        CHECK(o.agreement.weights < kTolerance);
+        CHECK(o.run.recompute_diff < 1e-12);
+        TaggedProgram broken = tp;
+        erase_op(broken, 0, first_op(broken, 0, "R.fc1", true));
+        const Outcome b = execute(sc, broken, std::chrono::milliseconds(2000));
+        INFO("without R.fc1: " << b.run.error);
+        CHECK_FALSE(b.run.ok());
+    }
+}
+
 TEST_CASE("fused attention reproduces the reference under every recompute policy and sequence parallelism", "[cpu_executor]") {
     for (Recompute r : {Recompute::None, Recompute::Full, Recompute::Selective}) {
         for (bool sp : {false, true}) {
