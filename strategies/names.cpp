@@ -18,7 +18,8 @@ std::vector<Descriptor<E>> descriptors_of(std::span<const Row> rows) {
 constexpr Descriptor<Recompute> kRecompute[] = {
     {Recompute::None, "none", "store every activation"},
     {Recompute::Full, "full", "store each layer's input, recompute the layer before its backward"},
-    {Recompute::Selective, "selective", "recompute the attention core only (Korthikanti et al. 2022)"},
+    {Recompute::Selective, "selective",
+     "recompute parts of each layer: the attention core (Korthikanti et al. 2022) or the modules chosen"},
     {Recompute::StageAware, "stage-aware", "per-stage checkpointed layers, the fewest that fit in GPU memory (Merak)"},
 };
 

@@ -70,7 +70,12 @@ void list_command(const std::string& topic, std::ostream& out) {
     if (topic == "topologies") return print_topologies(out);
     if (topic == "models") return print_models(out);
     if (topic == "schedules") return print_named(out, schedule_names());
-    if (topic == "recompute") return print_named(out, recompute_names());
+    if (topic == "recompute") {
+        print_named(out, recompute_names());
+        // What selective recomputation runs again is its modules' choice (parallel.recompute_modules).
+        fmt::print(out, "\nmodules of selective (parallel.recompute_modules, default [core_attn]):\n");
+        return print_named(out, named_values(recompute_module_table()));
+    }
     if (topic == "tensor-modes") return print_named(out, tensor_mode_names());
     if (topic == "context-modes") return print_named(out, context_mode_names());
     if (topic == "precisions") return print_named(out, precision_names());

@@ -60,6 +60,10 @@ TEST_CASE("every list topic prints something; an unknown one is bad input", "[cl
     CHECK(contains(run_cli({"list", "gpus"}).out, "a100-sxm-80gb"));
     // Every tensor mode of the contract is listed.
     for (const char* mode : {"1d", "2d", "3d", "atp"}) CHECK(contains(run_cli({"list", "tensor-modes"}).out, mode));
+    // The recompute policies, and the modules of selective recomputation, each with its meaning.
+    const std::string recompute = run_cli({"list", "recompute"}).out;
+    for (const char* word : {"stage-aware", "core_attn ", "mla_up_proj ", "layernorm ", "moe_act ", "mlp "})
+        CHECK(contains(recompute, word));
     const auto bad = run_cli({"list", "gpu"});
     CHECK(bad.code == 2);
     CHECK(contains(bad.err, "did you mean 'gpus'?"));
