@@ -101,7 +101,7 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
         if (d.separate_norm1()) mem.recomputed_norm1 = move(LayerOp::Qkv, norm_output);
         if (d.separate_norm2()) mem.recomputed_norm2 = move(LayerOp::Fc1, norm_output);
     }
-    if (r == Recompute::Selective && d.recompute_mlp && !d.moe && !d.separate_norm2()) {
+    if (r == Recompute::Selective && d.mlp_checkpointed()) {
         // Megatron-Core's mlp module: tensor_parallel.checkpoint of the dense MLP keeps its input
         // and nothing inside. With the norm fused into FC1 (Transformer Engine; pre_mlp_layernorm
         // is IdentityOp) that input is the norm's input, kept anyway for the norm's backward, so

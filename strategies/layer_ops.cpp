@@ -365,7 +365,7 @@ void recompute_mlp(OpEmitter& e, const LayerContext& c) {
 }
 
 bool recomputes_mlp(const LayerContext& c) {
-    return c.recompute == Recompute::Selective && c.dims.recompute_mlp && !c.dims.moe && !c.dims.separate_norm2();
+    return c.recompute == Recompute::Selective && c.dims.mlp_checkpointed();
 }
 
 // The MLP block's backward of one sub-batch; returns FC1's input-gradient reduction (in flight).

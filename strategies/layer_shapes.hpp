@@ -66,6 +66,9 @@ struct LayerDims {
     // a TENorm of its own; without Transformer Engine both norms are modules.
     bool separate_norm1() const { return mla || !te_kernels; }
     bool separate_norm2() const { return moe || !te_kernels; }
+    // Whether the mlp module (under selective recomputation) checkpoints this layer's MLP: a dense
+    // one, whose norm is fused into FC1 (the checkpoint then starts at the norm's input).
+    bool mlp_checkpointed() const { return recompute_mlp && !moe && !separate_norm2(); }
     void set_recompute_modules(const ParallelPlan::RecomputeModules& m) {
         recompute_core_attention = m.core_attn;
         recompute_mla_up = m.mla_up_proj;

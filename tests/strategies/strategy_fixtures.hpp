@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "sim/executor.hpp"
@@ -94,6 +95,33 @@ inline std::string rejected_key(Scenario base, const std::function<void(Scenario
         return e.where().key;
     }
     return "";
+}
+
+// Per label of one op list: the ops' summed bytes, FLOPs, allocations and releases, and their
+// count (closed-form checks of what a layer emits).
+struct LabelTotals {
+    std::map<std::string, double> bytes, flops, alloc, freed;
+    std::map<std::string, int> count;
+};
+
+inline LabelTotals label_totals(const sim::Program& p, std::size_t list) {
+    LabelTotals out;
+    for (const sim::Op& op : p.op_lists[list].ops) {
+        const std::string& l = p.labels[op.label];
+        out.bytes[l] += op.bytes.value;
+        out.flops[l] += op.flops.value;
+        out.alloc[l] += op.memory_alloc.value;
+        out.freed[l] += op.memory_free.value;
+        out.count[l] += 1;
+    }
+    return out;
+}
+
+// The entry of `key`, 0 when no op has that label.
+template <class V>
+V at(const std::map<std::string, V>& m, const std::string& key) {
+    const auto it = m.find(key);
+    return it == m.end() ? V{} : it->second;
 }
 
 // Every op list releases what its ops allocate (memory conservation over an iteration).

@@ -19,6 +19,9 @@
 #include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
+using test::at;
+using test::label_totals;
+using test::LabelTotals;
 
 namespace {
 
@@ -44,29 +47,6 @@ Scenario mla_plan(int t, int p, int d) {
 LayerDims dims_of(const Scenario& sc) {
     return LayerDims::make(sc.model, sc.training.micro_batch, sc.parallel.tensor, sc.parallel.sequence_parallel,
                            sc.training.precision);
-}
-
-struct LabelTotals {
-    std::map<std::string, double> bytes, flops, alloc, freed;
-    std::map<std::string, int> count;
-};
-
-LabelTotals totals(const sim::Program& p, std::size_t list) {
-    LabelTotals out;
-    for (const sim::Op& op : p.op_lists[list].ops) {
-        const std::string& l = p.labels[op.label];
-        out.bytes[l] += op.bytes.value;
-        out.flops[l] += op.flops.value;
-        out.alloc[l] += op.memory_alloc.value;
-        out.freed[l] += op.memory_free.value;
-        out.count[l] += 1;
-    }
-    return out;
-}
-
-double at(const std::map<std::string, double>& m, const std::string& key) {
-    const auto it = m.find(key);
-    return it == m.end() ? 0.0 : it->second;
 }
 
 
@@ -114,7 +94,7 @@ TEST_CASE("mla: weights, FLOPs and collectives of the program against closed for
     const double ffn = 4 * h, mlp = 3 * h * ffn;
     CHECK(layer_parameter_count_per_rank(sc.model, 2) == (p.split + mlp) / 2 + p.whole + 2 * h);
 
-    const LabelTotals f = totals(build_program(sc, validate_plan(sc)), 0);
+    const LabelTotals f = label_totals(build_program(sc, validate_plan(sc)), 0);
     const double n = layers * micro;  // layer forwards of one rank
     CHECK(at(f.flops, "F.mla.q_down") == n * 2 * (tokens / 2) * h * kQLora);
     CHECK(at(f.flops, "F.mla.kv_down") == n * 2 * (tokens / 2) * h * (kKvLora + kRope));
@@ -132,7 +112,7 @@ TEST_CASE("mla: weights, FLOPs and collectives of the program against closed for
     // embedding and the head) is the same.
     Scenario mha = sc;
     mha.model.attention_kind = AttentionKind::Mha;
-    const LabelTotals g = totals(build_program(mha, validate_plan(mha)), 0);
+    const LabelTotals g = label_totals(build_program(mha, validate_plan(mha)), 0);
     const double latent = a * tokens * (kQLora + kKvLora + kRope), hidden = a * tokens * h;
     for (const char* label : {"F.tp.allgather", "B.tp.reducescatter", "B.tp.allgather"}) {
         INFO(label);
@@ -240,7 +220,7 @@ TEST_CASE("mla: recompute_modules [mla_up_proj] writes Q, K and V again before t
     CHECK(both.recompute[attn] == fused_attention_stats_bytes(d));
     CHECK(both.forward[attn] == Approx(0.0).margin(1e-9));
 
-    const LabelTotals f = totals(build_program(with_modules(false, true), validate_plan(with_modules(false, true))), 0);
+    const LabelTotals f = label_totals(build_program(with_modules(false, true), validate_plan(with_modules(false, true))), 0);
     CHECK(at(f.flops, "R.mla.q_up") == at(f.flops, "F.mla.q_up"));
     CHECK(at(f.flops, "R.mla.kv_up") == at(f.flops, "F.mla.kv_up"));
     CHECK(at(f.alloc, "R.mla.q_up") == n * qkv);
@@ -248,7 +228,7 @@ TEST_CASE("mla: recompute_modules [mla_up_proj] writes Q, K and V again before t
     CHECK_FALSE(f.count.contains("R.attn"));          // core_attn not named: the core is not recomputed
     // The latents (q_lora + kv_lora + rope wide) gathered again for the recomputation, beside the
     // forward's gather and the backward's for the weight gradients.
-    const LabelTotals g = totals(build_program(with_modules(true, false), validate_plan(with_modules(true, false))), 0);
+    const LabelTotals g = label_totals(build_program(with_modules(true, false), validate_plan(with_modules(true, false))), 0);
     CHECK(at(f.bytes, "R.tp.allgather") - at(g.bytes, "R.tp.allgather") == n * a * tokens * (kQLora + kKvLora + kRope));
     CHECK(g.count.contains("R.attn"));
     CHECK_FALSE(g.count.contains("R.mla.q_up"));

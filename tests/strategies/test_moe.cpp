@@ -22,6 +22,9 @@
 #include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
+using test::at;
+using test::label_totals;
+using test::LabelTotals;
 
 namespace {
 
@@ -45,26 +48,6 @@ Scenario moe_plan(int t, int p, int d, int ep, int etp) {
     sc.parallel.expert = ep;
     sc.parallel.expert_tensor = etp;
     return sc;
-}
-
-struct LabelTotals {
-    std::map<std::string, double> bytes, flops;
-    std::map<std::string, int> count;
-};
-
-LabelTotals totals(const sim::Program& p, std::size_t list) {
-    LabelTotals out;
-    for (const sim::Op& op : p.op_lists[list].ops) {
-        out.bytes[p.labels[op.label]] += op.bytes.value;
-        out.flops[p.labels[op.label]] += op.flops.value;
-        out.count[p.labels[op.label]] += 1;
-    }
-    return out;
-}
-
-double at(const std::map<std::string, double>& m, const std::string& key) {
-    const auto it = m.find(key);
-    return it == m.end() ? 0.0 : it->second;
 }
 
 const std::vector<std::uint32_t>& group(const sim::Program& p, std::uint32_t rank, std::uint16_t slot) {
@@ -120,7 +103,7 @@ TEST_CASE("expert parallelism: an expert layer's FLOPs are its active parameters
     // tokens whatever ep and etp, so the forward expert FLOPs per rank are the same.
     for (const auto& [ep, etp] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{2, 2}, std::pair{4, 2}}) {
         const Scenario plan = moe_plan(1, 1, 8, ep, etp);
-        const LabelTotals got = totals(build_program(plan, validate_plan(plan)), 0);
+        const LabelTotals got = label_totals(build_program(plan, validate_plan(plan)), 0);
         INFO("ep " << ep << " etp " << etp);
         const double expert_fwd = at(got.flops, "F.moe.expert_fc1") + at(got.flops, "F.moe.expert_fc2");
         CHECK(expert_fwd == Approx(kMicro * kLayers * tokens * kTopK * 6 * h * ffn));
@@ -132,8 +115,8 @@ TEST_CASE("expert parallelism: an expert layer's FLOPs are its active parameters
     Scenario skewed = moe_plan(1, 1, 8, 4, 1);
     skewed.model.moe_load_imbalance = 2.0;
     const Scenario balanced = moe_plan(1, 1, 8, 4, 1);
-    const LabelTotals a = totals(build_program(skewed, validate_plan(skewed)), 0);
-    const LabelTotals b = totals(build_program(balanced, validate_plan(balanced)), 0);
+    const LabelTotals a = label_totals(build_program(skewed, validate_plan(skewed)), 0);
+    const LabelTotals b = label_totals(build_program(balanced, validate_plan(balanced)), 0);
     CHECK(at(a.flops, "F.moe.expert_fc1") == Approx(2.0 * at(b.flops, "F.moe.expert_fc1")));
     CHECK(at(a.bytes, "F.ep.alltoall_dispatch") == Approx(2.0 * at(b.bytes, "F.ep.alltoall_dispatch")));
     // The model FLOPs of an iteration: 3 x (layers + logits) forward.
@@ -144,7 +127,7 @@ TEST_CASE("expert parallelism: an expert layer's FLOPs are its active parameters
 TEST_CASE("expert parallelism: the dispatch and combine move tokens x top_k x h per rank each way") {
     for (const auto& [t, ep, etp] : {std::tuple{1, 4, 1}, std::tuple{2, 4, 1}, std::tuple{2, 2, 2}, std::tuple{1, 1, 2}}) {
         const Scenario sc = moe_plan(t, 1, 8 / t, ep, etp);
-        const LabelTotals got = totals(build_program(sc, validate_plan(sc)), 0);
+        const LabelTotals got = label_totals(build_program(sc, validate_plan(sc)), 0);
         // A rank routes its own b*s/t tokens (sequence parallelism), top_k copies each, 2 bytes.
         const double buffer = 2.0 * (sc.model.seq_len / t) * kTopK * sc.model.hidden;
         const double per = kMicro * kLayers;
@@ -173,7 +156,7 @@ TEST_CASE("expert parallelism: expert gradients reduce over the expert-data grou
         }();
         const Layout l = validate_plan(base);
         const sim::Program prog = build_program(base, l);
-        const LabelTotals got = totals(prog, 0);
+        const LabelTotals got = label_totals(prog, 0);
         const LayerParameters layer = layer_parameters(base.model, 0, 2, 2, 1);
         // Closed form of the experts per rank: experts/ep SwiGLU MLPs of 3 h ffn each.
         CHECK(layer.expert == Approx(kExperts / 2 * 3.0 * base.model.hidden * kExpertFfn));
@@ -196,7 +179,7 @@ TEST_CASE("expert parallelism: expert gradients reduce over the expert-data grou
     }
     // ep = t*d: every rank holds its own experts, nothing to reduce them over.
     const Scenario all = moe_plan(1, 1, 8, 8, 1);
-    CHECK(at(totals(build_program(all, validate_plan(all)), 0).bytes, "edp.reducescatter") == 0.0);
+    CHECK(at(label_totals(build_program(all, validate_plan(all)), 0).bytes, "edp.reducescatter") == 0.0);
 }
 
 TEST_CASE("expert parallelism: each rank keeps experts/(ep*etp) of the experts' state, sharded over expert-data") {
@@ -274,7 +257,7 @@ TEST_CASE("expert parallelism: the leading dense layers run the dense MLP and ho
     sc.model.dense_layers = 1;
     sc.model.shared_experts = 1;
     const Layout l = validate_plan(sc);
-    const LabelTotals got = totals(build_program(sc, l), 0);
+    const LabelTotals got = label_totals(build_program(sc, l), 0);
     CHECK(got.count.at("F.fc1") == kMicro * 1);
     CHECK(got.count.at("F.moe.router") == kMicro * (kLayers - 1));
     CHECK(got.count.at("F.moe.shared_fc1") == kMicro * (kLayers - 1));
@@ -437,6 +420,6 @@ TEST_CASE("expert parallelism: the routers' row-partial gradients are summed ove
     Scenario sc = moe_plan(2, 1, 4, 4, 1);
     sc.model.dense_layers = 1;
     const double h = 64;
-    const LabelTotals got = totals(build_program(sc, validate_plan(sc)), 0);
+    const LabelTotals got = label_totals(build_program(sc, validate_plan(sc)), 0);
     CHECK(at(got.bytes, "tp.grad_allreduce") == 4.0 * (kLayers * 2 * h + h + (kLayers - 1) * h * kExperts));
 }

@@ -18,6 +18,8 @@
 #include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
+using test::at;
+using test::LabelTotals;
 
 namespace {
 
@@ -64,33 +66,9 @@ LayerDims dims_of(const Scenario& sc) {
     return d;
 }
 
-struct LabelTotals {
-    std::map<std::string, double> bytes, alloc, freed;
-    std::map<std::string, int> count;
-};
+LabelTotals totals(const Scenario& sc) { return test::label_totals(build_program(sc, validate_plan(sc)), 0); }
 
-LabelTotals totals(const Scenario& sc) {
-    const sim::Program p = build_program(sc, validate_plan(sc));
-    LabelTotals out;
-    for (const sim::Op& op : p.op_lists[0].ops) {
-        const std::string& l = p.labels[op.label];
-        out.bytes[l] += op.bytes.value;
-        out.alloc[l] += op.memory_alloc.value;
-        out.freed[l] += op.memory_free.value;
-        out.count[l] += 1;
-    }
-    return out;
-}
-
-double at(const std::map<std::string, double>& m, const std::string& key) {
-    const auto it = m.find(key);
-    return it == m.end() ? 0.0 : it->second;
-}
-
-int count_of(const LabelTotals& t, const std::string& key) {
-    const auto it = t.count.find(key);
-    return it == t.count.end() ? 0 : it->second;
-}
+int count_of(const LabelTotals& t, const std::string& key) { return at(t.count, key); }
 
 std::size_t slot(LayerOp op) { return static_cast<std::size_t>(op); }
 

@@ -106,19 +106,10 @@ TEST_CASE("the layernorm recompute module reproduces the reference", "[cpu_execu
         sc.parallel.recompute_modules = {true, false, true, false};
         INFO("t=" << base.t << " sp " << base.sp << " schedule " << static_cast<int>(base.schedule));
         const TaggedProgram tp = build(sc);
-        const Outcome o = execute(sc, tp);
-        INFO("error: " << o.run.error);
-        REQUIRE(o.run.ok());
-        CHECK(o.agreement.loss < kTolerance);
-        CHECK(o.agreement.grads < kTolerance);
-        CHECK(o.agreement.weights < kTolerance);
-        CHECK(o.run.recompute_diff < 1e-12);
+        check_agreement(execute(sc, tp));
         for (const char* label : {"R.ln1", "R.ln2"}) {
-            TaggedProgram broken = tp;
-            erase_op(broken, 0, first_op(broken, 0, label, true));
-            const Outcome b = execute(sc, broken, std::chrono::milliseconds(2000));
-            INFO(label << ": " << b.run.error);
-            CHECK_FALSE(b.run.ok());
+            INFO("without " << label);
+            CHECK_FALSE(without_layer_op(sc, tp, label).run.ok());
         }
     }
 }
@@ -137,18 +128,8 @@ TEST_CASE("the mlp recompute module reproduces the reference", "[cpu_executor]")
         sc.parallel.recompute_modules = {true, false, false, false, true};
         INFO("t=" << base.t << " sp " << base.sp << " schedule " << static_cast<int>(base.schedule));
         const TaggedProgram tp = build(sc);
-        const Outcome o = execute(sc, tp);
-        INFO("error: " << o.run.error);
-        REQUIRE(o.run.ok());
-        CHECK(o.agreement.loss < kTolerance);
-        CHECK(o.agreement.grads < kTolerance);
-        CHECK(o.agreement.weights < kTolerance);
-        CHECK(o.run.recompute_diff < 1e-12);
-        TaggedProgram broken = tp;
-        erase_op(broken, 0, first_op(broken, 0, "R.fc1", true));
-        const Outcome b = execute(sc, broken, std::chrono::milliseconds(2000));
-        INFO("without R.fc1: " << b.run.error);
-        CHECK_FALSE(b.run.ok());
+        check_agreement(execute(sc, tp));
+        CHECK_FALSE(without_layer_op(sc, tp, "R.fc1").run.ok());
     }
 }
 
