@@ -11,15 +11,23 @@ namespace {
 
 constexpr std::uint32_t kNone = 0xffffffffU;
 
+bool pipeline_send(sim::StreamId stream) {
+    return stream == stream::kPipelineSend || stream == stream::kPipelineSendBack;
+}
+
 // The ops the host has issued last on each GPU stream: waiting for them all is waiting for the
-// device (each stream runs in order).
+// device (each stream runs in order); with several chunks, the pipeline sends aside
+// (PipelineChunks).
 class IssuedOps {
 public:
     void issued(sim::StreamId stream, std::uint32_t op) { last_[stream] = op; }
-    std::vector<std::uint32_t> all() const {
+    std::vector<std::uint32_t> synchronised(PipelineChunks chunks) const {
         std::vector<std::uint32_t> ops;
-        for (std::uint32_t op : last_)
-            if (op != kNone) ops.push_back(op);
+        for (std::size_t s = 0; s < last_.size(); ++s) {
+            if (last_[s] == kNone) continue;
+            if (chunks == PipelineChunks::Several && pipeline_send(static_cast<sim::StreamId>(s))) continue;
+            ops.push_back(last_[s]);
+        }
         return ops;
     }
 
@@ -50,7 +58,7 @@ bool waits_before(const sim::Op& op, const sim::Op* previous, const hw::HostDisp
     return host.sync_pipeline && previous && previous->kind == sim::OpKind::Recv;
 }
 
-sim::OpList transform(const sim::OpList& in, const hw::HostDispatchCosts& host) {
+sim::OpList transform(const sim::OpList& in, const hw::HostDispatchCosts& host, PipelineChunks chunks) {
     sim::OpList out;
     out.resident = in.resident;
     out.ops.reserve(2 * in.ops.size());
@@ -63,7 +71,7 @@ sim::OpList transform(const sim::OpList& in, const hw::HostDispatchCosts& host) 
         const sim::Op& op = in.ops[i];
         const sim::Op* previous = i > 0 ? &in.ops[i - 1] : nullptr;
         const std::uint32_t h =
-            b.add(dispatch_of(op), waits_before(op, previous, host) ? issued.all() : std::vector<std::uint32_t>{});
+            b.add(dispatch_of(op), waits_before(op, previous, host) ? issued.synchronised(chunks) : std::vector<std::uint32_t>{});
         deps.assign({h});
         for (std::uint32_t d = op.first_dep; d < op.first_dep + op.dep_count; ++d) deps.push_back(moved[in.deps[d]]);
         moved[i] = b.add(op, deps);
@@ -74,15 +82,19 @@ sim::OpList transform(const sim::OpList& in, const hw::HostDispatchCosts& host) 
 
 }  // namespace
 
-sim::Program with_host_dispatch(sim::Program program, const hw::HostDispatchCosts& host) {
-    for (sim::OpList& list : program.op_lists) list = transform(list, host);
+PipelineChunks pipeline_chunks(const ParallelPlan& plan) {
+    return plan.virtual_stages > 1 ? PipelineChunks::Several : PipelineChunks::One;
+}
+
+sim::Program with_host_dispatch(sim::Program program, const hw::HostDispatchCosts& host, PipelineChunks chunks) {
+    for (sim::OpList& list : program.op_lists) list = transform(list, host, chunks);
     return program;
 }
 
-sim::Program with_host_dispatch(sim::Program program, const hw::Hardware& hardware) {
+sim::Program with_host_dispatch(sim::Program program, const hw::Hardware& hardware, PipelineChunks chunks) {
     const hw::HardwareProfile* profile = hardware.profile();
     if (!profile || !profile->host) return program;
-    return with_host_dispatch(std::move(program), *profile->host);
+    return with_host_dispatch(std::move(program), *profile->host, chunks);
 }
 
 }  // namespace cuboid

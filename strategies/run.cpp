@@ -32,7 +32,8 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
         checkpointed_layers(sc, layout, BuildOptions{usable_memory(hardware->gpu(), options.memory_headroom)});
     options.cancel.throw_if_requested();
     const sim::Program program = with_host_dispatch(
-        build_program_checkpointing(sc, layout, checkpointed, options.build_threads), *hardware);
+        build_program_checkpointing(sc, layout, checkpointed, options.build_threads), *hardware,
+        pipeline_chunks(sc.parallel));
     options.cancel.throw_if_requested();
     const sim::ProgramCosts costs = hardware->price(program);
     const auto planner = hardware->make_planner(program);

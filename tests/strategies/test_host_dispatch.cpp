@@ -5,8 +5,11 @@
 
 #include "sim/executor.hpp"
 #include "strategies/host_dispatch.hpp"
+#include "strategies/layout.hpp"
+#include "strategies/program_builder.hpp"
 #include "strategies/program_streams.hpp"
 #include "tests/sim/sim_test_support.hpp"
+#include "tests/strategies/strategy_fixtures.hpp"
 
 using namespace cuboid;
 using sim::test::TestProgram;
@@ -153,4 +156,57 @@ TEST_CASE("host dispatch: after a pipeline receive the host waits for the messag
     };
     CHECK(run(false) == Time(h.value + 3 * g.value + transfer.value));
     CHECK(run(true) == Time(2 * h.value + 3 * g.value + transfer.value));
+}
+
+namespace {
+
+// The dependencies of the dispatch ops that follow a pipeline receive (the synchronisation's wait
+// set) that are pipeline sends, over every op list.
+int synced_sends(const sim::Program& p) {
+    int sends = 0;
+    for (const sim::OpList& list : p.op_lists)
+        for (std::size_t i = 2; i < list.ops.size(); ++i) {
+            const sim::Op& h = list.ops[i];
+            if (h.kind != sim::OpKind::HostDispatch || list.ops[i - 1].kind != sim::OpKind::Recv) continue;
+            for (std::uint32_t d = h.first_dep; d < h.first_dep + h.dep_count; ++d) {
+                const sim::StreamId s = list.ops[list.deps[d]].stream;
+                if (s == stream::kPipelineSend || s == stream::kPipelineSendBack) ++sends;
+            }
+        }
+    return sends;
+}
+
+}  // namespace
+
+TEST_CASE("host dispatch: the pipeline synchronisation runs every schedule to its end", "[host]") {
+    // Four stages, eight micro-batches, GEMMs priced, communication free, dispatch 20 us. With one chunk per stage the
+    // synchronisation after a receive waits for the sends issued before it (Megatron's calls); with
+    // two (interleaved, ZB-V) it leaves them to their stream, without which the ring of sends
+    // deadlocks (every rank waits for a send whose peer posts its receive only after its own wait).
+    const Schedule schedule = GENERATE(Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved,
+                                       Schedule::ShiftedCriticalPath, Schedule::ZeroBubbleH1, Schedule::ZeroBubbleV);
+    Scenario sc = test::cluster_scenario(1, 4, 1, 1, schedule);
+    sc.training.global_batch = 8;  // two micro-batches per stage: a steady state after the warm-up
+    if (schedule == Schedule::ZeroBubbleV) sc.parallel.virtual_stages = 2;
+    if (schedule == Schedule::ShiftedCriticalPath) sc.parallel.recompute = Recompute::Full;
+    const sim::Program program = build_program(sc, validate_plan(sc));
+    const PipelineChunks chunks = pipeline_chunks(sc.parallel);
+    CHECK((chunks == PipelineChunks::Several) == (sc.parallel.virtual_stages > 1));
+    const sim::ProgramCosts before = test::layer_gemm_costs(program, Time(100 * kUs));
+    const Time h{20 * kUs};
+    test::FreePlanner planner;
+    const sim::Program free_running = with_host_dispatch(program, host_costs(h, false, false), chunks);
+    const sim::Program synced = with_host_dispatch(program, host_costs(h, false, true), chunks);
+    const Time t_free = makespan(free_running, costs_with_host(free_running, before, h), planner);
+    Time t_synced{0};
+    REQUIRE_NOTHROW(t_synced = makespan(synced, costs_with_host(synced, before, h), planner));
+    CHECK(t_synced >= t_free);  // the host only waits more
+    if (chunks == PipelineChunks::One) {
+        CHECK(synced_sends(synced) > 0);
+    } else {
+        CHECK(synced_sends(synced) == 0);
+        const sim::Program waiting_for_sends = with_host_dispatch(program, host_costs(h, false, true));
+        CHECK_THROWS_AS(makespan(waiting_for_sends, costs_with_host(waiting_for_sends, before, h), planner),
+                        sim::DeadlockError);
+    }
 }

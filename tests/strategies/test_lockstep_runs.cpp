@@ -27,7 +27,7 @@ Runs both(const Scenario& sc, bool fold = false, const hw::HostDispatchCosts* ho
     const Layout layout = validate_plan(sc);
     const auto hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
     sim::Program program = build_program(sc, layout);
-    if (host != nullptr) program = with_host_dispatch(std::move(program), *host);
+    if (host != nullptr) program = with_host_dispatch(std::move(program), *host, pipeline_chunks(sc.parallel));
     const sim::ProgramCosts costs = hardware->price(program);
     sim::SimOptions options;
     options.fold = fold;

@@ -64,7 +64,8 @@ sim::Program build(const Scenario& sc, const hw::Hardware& hardware) {
     const auto checkpointed = checkpointed_layers(sc, layout, BuildOptions{hardware.gpu().memory_capacity});
     // The program run_scenario simulates (with the host's dispatch ops when the profile has a
     // `host:` section), so that op indices agree between prediction, observer and executors.
-    return with_host_dispatch(build_program_checkpointing(sc, layout, checkpointed), hardware);
+    return with_host_dispatch(build_program_checkpointing(sc, layout, checkpointed), hardware,
+                              pipeline_chunks(sc.parallel));
 }
 
 }  // namespace
