@@ -109,6 +109,16 @@ LayerMemory layer_memory(const LayerDims& d, Recompute r) {
         // output all go, written again by the MLP's forward run at the start of its backward.
         for (LayerOp op : {LayerOp::Fc1, LayerOp::Act, LayerOp::Fc2}) move_to_recompute(op);
     }
+    if (r == Recompute::Selective && d.moe_checkpointed()) {
+        // Megatron-Core's moe module: tensor_parallel.checkpoint of the MoE layer keeps its input,
+        // the norm's output, and nothing inside: the router's probabilities leave FC1's slot (what
+        // the experts and the shared experts keep follows the slot, moe_layer.cpp), written again
+        // with the rest by the layer's forward run at the start of its backward.
+        const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
+        const double probabilities = router_probability_bytes(d);
+        mem.forward[fc1] -= probabilities;
+        mem.recompute[fc1] += probabilities;
+    }
     const bool core = r == Recompute::Selective && d.recompute_core_attention;  // core_attn among the modules
     if (core && d.fused_attention) {
         // Megatron-Core checkpoints the core attention: Q, K and V stay as the checkpoint's inputs,

@@ -41,7 +41,9 @@ struct LayerMemory {
     double recomputed_norm1 = 0.0;
     double recomputed_norm2 = 0.0;
     // The mlp module moves FC1's, the activation's and FC2's stores of a dense layer to their
-    // recompute slots, allocated by the MLP's forward run again at the start of its backward.
+    // recompute slots, allocated by the MLP's forward run again at the start of its backward; the
+    // moe module moves a mixture-of-experts layer's router probabilities there (FC1's slot), its
+    // experts' stores following them.
 };
 
 // none: all in forward. selective: softmax output, dropout mask and output recomputed (the

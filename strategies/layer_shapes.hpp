@@ -39,12 +39,14 @@ struct LayerDims {
     bool hidden_dropout = true;  // the bias-dropout-adds keep a mask (ModelSpec::hidden_dropout)
     // What selective recomputation runs again (ParallelPlan::recompute_modules): the attention
     // core, latent attention's up-projections with the rotary embedding, the norms that are
-    // modules of their own (separate_norm1/2), the experts' activation, the dense MLP.
+    // modules of their own (separate_norm1/2), the experts' activation, the dense MLP, the
+    // mixture-of-experts MLP.
     bool recompute_core_attention = true;
     bool recompute_mla_up = false;
     bool recompute_layernorm = false;
     bool recompute_moe_act = false;
     bool recompute_mlp = false;  // the dense MLP (a mixture-of-experts layer's MLP is not one)
+    bool recompute_moe = false;  // a mixture-of-experts layer's MLP
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
@@ -69,12 +71,16 @@ struct LayerDims {
     // Whether the mlp module (under selective recomputation) checkpoints this layer's MLP: a dense
     // one, whose norm is fused into FC1 (the checkpoint then starts at the norm's input).
     bool mlp_checkpointed() const { return recompute_mlp && !moe && !separate_norm2(); }
+    // Whether the moe module checkpoints this layer's MLP: a mixture-of-experts one, from its input
+    // (the router's norm's output, which the norm keeps as a module of its own).
+    bool moe_checkpointed() const { return recompute_moe && moe; }
     void set_recompute_modules(const ParallelPlan::RecomputeModules& m) {
         recompute_core_attention = m.core_attn;
         recompute_mla_up = m.mla_up_proj;
         recompute_layernorm = m.layernorm;
         recompute_moe_act = m.moe_act;
         recompute_mlp = m.mlp;
+        recompute_moe = m.moe;
     }
     void set_context(int c, ContextMode mode) {
         if (c <= 1) return;

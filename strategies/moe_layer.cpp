@@ -12,12 +12,16 @@ using sim::OpKind;
 std::size_t idx(MoeOp op) { return static_cast<std::size_t>(op); }
 double as_double(std::int64_t v) { return static_cast<double>(v); }
 
+// Megatron-Core's moe module: the layer's MLP checkpointed from its input, its forward run again
+// at the start of its backward (activation_memory.cpp).
+bool checkpointed(const LayerContext& c) { return c.recompute == Recompute::Selective && c.dims.moe_checkpointed(); }
+
 // Whether the layer's stored tensors are allocated in phase `ph`: by the forward, or under full
-// recomputation (whose forward keeps only the layer input, activation_memory.hpp) by the
-// recomputation. LayerNorm 2's output (FC1's entry) tells which the policy chose.
+// recomputation (whose forward keeps only the layer input, activation_memory.hpp) and the moe
+// module by the recomputation. LayerNorm 2's output (FC1's entry) tells which the policy chose.
 bool stores_in(const LayerContext& c, Phase ph) {
     const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
-    const bool recomputed = c.memory.forward[fc1] == 0.0 && c.memory.recompute[fc1] > 0.0;
+    const bool recomputed = (c.memory.forward[fc1] == 0.0 && c.memory.recompute[fc1] > 0.0) || checkpointed(c);
     return (ph == Phase::Recompute) == recomputed;
 }
 
@@ -30,16 +34,17 @@ double router_saved(const LayerContext& c) {
     return c.memory.forward[fc1] + c.memory.recompute[fc1];
 }
 
-// What the router's forward (or, under full recomputation, its recomputation) allocates of it:
-// its phase's part, the probabilities alone when the layernorm module recomputes the norm's
-// output (LayerMemory::recomputed_norm2, allocated by that recomputation).
+// What the router's forward (or its recomputation, under full recomputation or the moe module)
+// allocates of it: its phase's part, without the norm's output that the layernorm module
+// recomputes (LayerMemory::recomputed_norm2, allocated by that recomputation).
 double router_kept(const LayerContext& c, Phase ph) {
     const auto fc1 = static_cast<std::size_t>(LayerOp::Fc1);
-    return (ph == Phase::Recompute ? c.memory.recompute : c.memory.forward)[fc1];
+    return ph == Phase::Recompute ? c.memory.recompute[fc1] - c.memory.recomputed_norm2 : c.memory.forward[fc1];
 }
 
 // Megatron-Core's moe_act module: the experts' activation output (expert FC2's input) is freed
-// once FC2 has read it and written again from the kept FC1 output before FC2's backward.
+// once FC2 has read it and written again from the kept FC1 output before FC2's backward (under
+// the moe module too: its recomputation keeps what the forward would, but that).
 bool discards_activation(const LayerContext& c) {
     return c.recompute == Recompute::Selective && c.dims.recompute_moe_act;
 }
@@ -141,13 +146,15 @@ void shared_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms&
     weight_grad(e, c, MoeOp::SharedFc1, g.shared_fc1, 0.0);
 }
 
+void recompute_before_backward(OpEmitter& e, const LayerContext& c);
+
 // The shared experts' backward; returns FC1's input-gradient reduction, in flight.
 std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
     const LayerDims& d = c.dims;
     const auto b = static_cast<std::size_t>(Phase::Backward);
     if (d.sp) {
         e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
-        emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);  // after the gradient's gather
+        recompute_before_backward(e, c);  // after the gradient's gather
     }
     e.compute(gemm_op(c.labels->moe[b][idx(MoeOp::SharedFc2)], input_grad_shape(g.shared_fc2), OpCategory::Compute,
                       d.act_bytes));
@@ -165,6 +172,16 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
     if (!overlap) e.wait_for(reduce);
     if (!c.defer_weight_grad) shared_fc1_weight_grad(e, c, g);
     return overlap ? reduce : kNoOp;
+}
+
+// What runs again before the layer's backward kernels: the layernorm module's recomputation of
+// the router's norm, then the moe module's checkpointed forward, whose input that norm's output is
+// (Megatron-Core recomputes both as the backward reaches the MLP's output). Under sequence
+// parallelism with shared experts both follow the output gradient's gather (shared_backward), as
+// the mlp module's recomputation does in a dense layer.
+void recompute_before_backward(OpEmitter& e, const LayerContext& c) {
+    emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
+    if (checkpointed(c)) emit_moe_forward(e, c, Phase::Recompute);
 }
 
 }  // namespace
@@ -213,7 +230,7 @@ void emit_moe_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
     const double output = d.act_bytes * rows * as_double(d.h);
     sim::Op fc2 = compute_op(c, ph, MoeOp::ExpertFc2, g.expert_fc2);
     fc2.memory_alloc = Bytes(output);
-    if (ph == Phase::Forward && discards_activation(c)) fc2.memory_free = Bytes(keep.expert_act);
+    if (stores_in(c, ph) && discards_activation(c)) fc2.memory_free = Bytes(keep.expert_act);
     e.compute(fc2);
     const bool collective = d.ep > 1 || d.etp > 1;
     combine(e, c, ph, collective ? output : 0.0);
@@ -230,10 +247,10 @@ std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {
     const Labels& l = *c.labels;
     const auto b = static_cast<std::size_t>(Phase::Backward);
     const bool now = !c.defer_weight_grad;
-    // The layernorm module's recomputation of the router's norm, first (after the shared
-    // experts' gather of the output gradient under sequence parallelism, shared_backward).
+    // The recomputations first (after the shared experts' gather of the output gradient under
+    // sequence parallelism, shared_backward).
     const bool shared_gathers = d.shared_ffn > 0 && d.sp;
-    if (!shared_gathers) emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
+    if (!shared_gathers) recompute_before_backward(e, c);
     const std::uint32_t shared = d.shared_ffn > 0 ? shared_backward(e, c, g, keep) : kNoOp;
     e.compute(kernel_op(c, Phase::Backward, MoeOp::Unpermute, OpKind::Elementwise, permute_bytes(d)));
     combine(e, c, Phase::Backward, 0.0);

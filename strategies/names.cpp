@@ -31,6 +31,9 @@ constexpr Descriptor<RecomputeModule> kRecomputeModules[] = {
      "the norms that are modules of their own (not fused into the next GEMM): their outputs not kept"},
     {RecomputeModule::MoeAct, "moe_act", "the experts' activation: its output (expert FC2's input) not kept"},
     {RecomputeModule::Mlp, "mlp", "a dense layer's MLP: only its input kept, its forward run again before its backward"},
+    {RecomputeModule::Moe, "moe",
+     "a mixture-of-experts layer's MLP: only its input kept, its forward (router, all-to-alls, experts, shared "
+     "experts) run again before its backward"},
 };
 
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {

@@ -241,8 +241,8 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 // latent attention's Q, K and V, which the fused attention kernel keeps (the unfused core keeps
 // them as its GEMMs' operands, not modelled with it); layernorm where some norm is a module of its
 // own (LayerDims::separate_norm1/2: Transformer Engine fuses the others into the next GEMM, and
-// Megatron-Core then has nothing to recompute); moe_act in a mixture-of-experts model; mlp in a
-// dense layer whose norm Transformer Engine fuses into FC1. The modules' tensors are modelled in
+// Megatron-Core then has nothing to recompute); moe_act and moe in a mixture-of-experts model; mlp
+// in a dense layer whose norm Transformer Engine fuses into FC1. The modules' tensors are modelled in
 // the 1d layer program (2d, 3d and atp keep their own activations).
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
     const std::string key = "parallel.recompute_modules";
@@ -251,14 +251,14 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     c.require(sc.parallel.recompute == Recompute::Selective, key,
               "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
                   to_string(sc.parallel.recompute) + ")");
-    if (m.layernorm || m.moe_act || m.mlp) {
+    if (m.layernorm || m.moe_act || m.mlp || m.moe) {
         c.require(sc.parallel.tensor_mode == TensorMode::OneD, key,
-                  "layernorm, moe_act and mlp are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
+                  "layernorm, moe_act, mlp and moe are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
     }
     if (m.mlp) {
         c.require(!sc.model.moe() || sc.model.dense_layers > 0, key,
                   "mlp recomputes the dense MLP: every layer of this model has experts (a mixture-of-experts "
-                  "layer's MLP is the moe module, not modelled)");
+                  "layer's MLP is the moe module)");
         c.require(sc.model.transformer_engine, key,
                   "mlp is modelled with the norm fused into FC1 by Transformer Engine (training.transformer_engine: "
                   "true); without it the checkpoint would start after the norm");
@@ -272,6 +272,10 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     if (m.moe_act) {
         c.require(sc.model.moe(), key, "moe_act recomputes the experts' activation: it needs a mixture-of-experts "
                                        "model (model.experts)");
+    }
+    if (m.moe) {
+        c.require(sc.model.moe(), key, "moe recomputes a mixture-of-experts layer's MLP: it needs a mixture-of-experts "
+                                       "model (model.experts; a dense layer's MLP is the mlp module)");
     }
     if (!m.mla_up_proj) return;
     c.require(sc.model.mla(), key, "mla_up_proj needs multi-head latent attention: set model.attention_kind: mla");

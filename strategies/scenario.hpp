@@ -138,7 +138,7 @@ struct ModelSpec {
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
 // The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
-enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp };
+enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp, Moe };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
 // Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
@@ -213,14 +213,16 @@ struct ParallelPlan {
     // up-projections and rotary embedding: Q, K and V written again from the kept latents),
     // layernorm (the norms that are modules of their own, not fused into the next GEMM: their
     // outputs written again from their kept inputs), moe_act (the experts' activation: its
-    // output written again from the kept FC1 output before expert FC2's backward) and mlp (a
-    // dense layer's MLP checkpointed: its forward run again from its input before its backward).
+    // output written again from the kept FC1 output before expert FC2's backward), mlp (a
+    // dense layer's MLP checkpointed: its forward run again from its input before its backward)
+    // and moe (a mixture-of-experts layer's MLP checkpointed the same way, its all-to-alls with it).
     struct RecomputeModules {
         bool core_attn = true;
         bool mla_up_proj = false;
         bool layernorm = false;
         bool moe_act = false;
         bool mlp = false;
+        bool moe = false;
 
     private:
         template <class Self>
@@ -230,16 +232,17 @@ struct ParallelPlan {
                 case RecomputeModule::MlaUpProj: return self.mla_up_proj;
                 case RecomputeModule::Layernorm: return self.layernorm;
                 case RecomputeModule::MoeAct: return self.moe_act;
-                case RecomputeModule::Mlp: break;
+                case RecomputeModule::Mlp: return self.mlp;
+                case RecomputeModule::Moe: break;
             }
-            return self.mlp;
+            return self.moe;
         }
 
     public:
         bool& chosen(RecomputeModule m) { return flag(*this, m); }
         bool chosen(RecomputeModule m) const { return flag(*this, m); }
         // Megatron-Core's default, [core_attn].
-        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act && !mlp; }
+        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act && !mlp && !moe; }
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

@@ -174,7 +174,7 @@ void set_recompute_modules(Scenario& s, V v, W w, C) {
     const std::vector<std::string> words = list_items(v, false);
     if (words.empty())
         throw InputError(w, "expected a list of modules, e.g. [core_attn] or [mla_up_proj]; allowed: " + allowed);
-    constexpr std::array<std::string_view, 2> kNotModelled = {"moe", "shared_experts"};
+    constexpr std::array<std::string_view, 1> kNotModelled = {"shared_experts"};
     ParallelPlan::RecomputeModules m{false, false};
     for (const std::string& word : words) {
         if (std::find(kNotModelled.begin(), kNotModelled.end(), word) != kNotModelled.end())
@@ -384,10 +384,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.recompute", "name", "", "none", "`cuboid list recompute`", "activation recomputation",
      [](Scenario& s, V v, W w, C) { s.parallel.recompute = parse_suggesting(parse_recompute, recompute_words(), v, w); }},
     {"parallel.recompute_modules", "list", "", "[core_attn]",
-     "core_attn, mla_up_proj, layernorm, moe_act, mlp (each at most once)",
+     "core_attn, mla_up_proj, layernorm, moe_act, mlp, moe (each at most once)",
      "recompute selective: what runs again before the backward (Megatron-Core's recompute_modules): the attention "
      "core, latent attention's up-projections, the norms that are modules of their own, the experts' activation, "
-     "a dense layer's MLP",
+     "a dense layer's MLP, a mixture-of-experts layer's MLP",
      set_recompute_modules},
     {"parallel.tensor_mode", "name", "", "1d", "`cuboid list tensor-modes`", "how tensor parallelism splits the layers",
      [](Scenario& s, V v, W w, C) { s.parallel.tensor_mode = parse_suggesting(parse_tensor_mode, tensor_mode_words(), v, w); }},

@@ -1,6 +1,7 @@
 // Megatron-Core's recompute modules under selective recomputation: the output-discarding layernorm
 // (the norms that are modules of their own, LayerDims::separate_norm1/2) and moe_act (the experts'
-// activation), and mlp (a dense layer's MLP checkpointed). Against closed forms: the bytes each moves from the forward's stores to the
+// activation), mlp (a dense layer's MLP checkpointed) and moe (a mixture-of-experts layer's MLP
+// checkpointed). Against closed forms: the bytes each moves from the forward's stores to the
 // recomputation, the kernels that run again (the forward's bytes, once per layer and micro-batch,
 // in the recompute category) and where, memory conservation under every schedule, the peak
 // memory saved on one stage, and the plan checks at their key.
@@ -29,9 +30,9 @@ constexpr double kTokens = 32, kHidden = 64;
 
 // The tiny model with `layers` layers, `micro` micro-batches of one sequence on t GPUs (sequence
 // parallel when t > 1), selective recomputation of the attention core plus `modules`.
-Scenario selective(Scenario sc, bool layernorm, bool moe_act, bool mlp = false) {
+Scenario selective(Scenario sc, bool layernorm, bool moe_act, bool mlp = false, bool moe = false) {
     sc.parallel.recompute = Recompute::Selective;
-    sc.parallel.recompute_modules = {true, false, layernorm, moe_act, mlp};
+    sc.parallel.recompute_modules = {true, false, layernorm, moe_act, mlp, moe};
     sc.key_lines["parallel.recompute_modules"] = 1;
     return sc;
 }
@@ -252,6 +253,105 @@ TEST_CASE("mlp: a dense layer's checkpointed MLP runs its forward again at the s
     CHECK(run_scenario(mlp, folded).fingerprint == rb.fingerprint);
 }
 
+// The expert layer with expert parallelism over the two ranks and a shared expert: every part of
+// the MoE MLP is there to be recomputed.
+Scenario moe_ep_shared() {
+    Scenario sc = moe_te(2);
+    sc.parallel.expert = 2;
+    sc.model.shared_experts = 1;
+    return sc;
+}
+
+TEST_CASE("moe: a mixture-of-experts layer's checkpointed MLP runs its forward again at the start of its backward") {
+    const Scenario kept = selective(moe_ep_shared(), false, false), moe = selective(moe_ep_shared(), false, false, false, true);
+    const LayerDims d = dims_of(moe);
+    REQUIRE(d.moe_checkpointed());
+    const MoeActivations keep = moe_activations(d);
+    const double probs = router_probability_bytes(d);
+    const double input = kA * kTokens * kHidden / 2;  // the norm's output over the rank's rows
+    const LayerMemory before = layer_memory(dims_of(kept), Recompute::Selective);
+    const LayerMemory after = layer_memory(d, Recompute::Selective);
+    CHECK(before.forward[slot(LayerOp::Fc1)] == Approx(input + probs).epsilon(1e-12));
+    CHECK(after.forward[slot(LayerOp::Fc1)] == Approx(input).epsilon(1e-12));  // the checkpoint's input
+    CHECK(after.recompute[slot(LayerOp::Fc1)] == Approx(probs).epsilon(1e-12));
+
+    const LabelTotals a = totals(kept), b = totals(moe);
+    const double n = kLayers * kMicro;
+    // Every kernel of the MoE MLP's forward runs again, with its forward's bytes, and allocates
+    // what the forward allocated without the module; the forward keeps only the router's input.
+    for (const char* op : {"router", "router_topk", "permute", "expert_fc1", "expert_act", "expert_fc2", "unpermute",
+                           "shared_fc1", "shared_act", "shared_fc2"}) {
+        INFO(op);
+        const std::string f = std::string("F.moe.") + op, r = std::string("R.moe.") + op;
+        CHECK(count_of(b, r) == n);
+        CHECK(count_of(a, r) == 0);
+        CHECK(at(b.bytes, r) == at(b.bytes, f));
+        CHECK(at(b.flops, r) == at(b.flops, f));
+        if (std::string(op) == "router") continue;
+        CHECK(at(b.alloc, r) == Approx(at(a.alloc, f)));
+    }
+    CHECK(at(b.alloc, "F.moe.router") == Approx(n * input));
+    CHECK(at(b.alloc, "R.moe.router") == Approx(n * probs));
+    for (const char* op : {"F.moe.expert_fc1", "F.moe.expert_act", "F.moe.shared_fc1", "F.moe.shared_act"}) {
+        INFO(op);
+        CHECK(at(b.alloc, op) == 0.0);
+    }
+    CHECK(at(a.alloc, "F.moe.expert_fc1") + at(a.alloc, "F.moe.expert_act") + at(a.alloc, "F.moe.shared_fc1") +
+              at(a.alloc, "F.moe.shared_act") ==
+          Approx(n * keep.total()));
+    // The checkpoint's forward exchanges the tokens again (dispatch and combine) and gathers and
+    // reduces the shared expert's tokens again (sequence parallel).
+    CHECK(count_of(b, "R.ep.alltoall_dispatch") == n);
+    CHECK(count_of(b, "R.ep.alltoall_combine") == n);
+    CHECK(count_of(b, "R.tp.allgather") == n);
+    CHECK(count_of(b, "R.tp.reducescatter") == n);
+    check_released_under_schedules(moe);
+
+    // One stage, 1F1B: the forward's end keeps every layer's MoE stores less; the backward
+    // writes one layer's back at a time.
+    const double moved = probs + keep.total();
+    const RunResult ra = run_scenario(kept), rb = run_scenario(moe);
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    RunOptions folded;
+    folded.fold = true;
+    CHECK(run_scenario(moe, folded).fingerprint == rb.fingerprint);
+}
+
+TEST_CASE("moe with layernorm and moe_act: the norm first, the checkpoint's forward, the activation once more") {
+    // Nemotron 3 Nano's recipe names moe, layernorm, core_attn and moe_act together.
+    const Scenario all = selective(moe_ep_shared(), true, true, false, true);
+    const sim::Program p = build_program(all, validate_plan(all));
+    const LabelTotals b = test::label_totals(p, 0);
+    const double n = kLayers * kMicro;
+    CHECK(count_of(b, "R.ln2") == n);
+    CHECK(count_of(b, "R.moe.router") == n);
+    // The activation: once in the checkpoint's forward (whose FC2 frees its output) and once
+    // before FC2's backward.
+    CHECK(count_of(b, "R.moe.expert_act") == 2 * n);
+    const LayerDims d = dims_of(all);
+    const MoeActivations keep = moe_activations(d);
+    CHECK(at(b.freed, "R.moe.expert_fc2") == Approx(n * keep.expert_act));
+    CHECK(at(b.freed, "F.moe.expert_fc2") == 0.0);
+    // The norm's output is the checkpoint's input: it is written before the router runs again,
+    // and the router's recomputation allocates only the probabilities.
+    const LayerMemory m = layer_memory(d, Recompute::Selective);
+    CHECK(m.forward[slot(LayerOp::Fc1)] == 0.0);
+    CHECK(at(b.alloc, "R.moe.router") == Approx(n * router_probability_bytes(d)));
+    const auto& ops = p.op_lists[0].ops;
+    int norms = 0, routers = 0;
+    for (const sim::Op& op : ops) {
+        const std::string& l = p.labels[op.label];
+        if (l == "R.ln2") ++norms;
+        if (l == "R.moe.router") {
+            ++routers;
+            CHECK(norms == routers);  // each layer's norm came first
+        }
+    }
+    check_released_under_schedules(all);
+}
+
 TEST_CASE("layernorm, moe_act and mlp are checked at parallel.recompute_modules") {
     const std::string key = "parallel.recompute_modules";
     CHECK(test::rejected_key(selective(moe_te(2), true, true), [](Scenario&) {}).empty());
@@ -273,4 +373,7 @@ TEST_CASE("layernorm, moe_act and mlp are checked at parallel.recompute_modules"
     CHECK(test::rejected_key(selective(moe_te(2), false, false, true), [](Scenario&) {}) == key);
     CHECK(test::rejected_key(selective(moe_te(2), false, false, true),
                              [](Scenario& s) { s.model.dense_layers = 1; }).empty());
+    // moe: a mixture-of-experts model, in the 1d layer program.
+    CHECK(test::rejected_key(selective(moe_te(2), false, false, false, true), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(selective(dense_te(2), false, false, false, true), [](Scenario&) {}) == key);
 }

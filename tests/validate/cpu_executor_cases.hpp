@@ -176,9 +176,10 @@ inline void erase_op(TaggedProgram& tp, std::size_t list, std::uint32_t index) {
 }
 
 // First op with `label` (of a transformer layer when `in_layer`).
-inline std::uint32_t first_op(const TaggedProgram& tp, std::size_t list, const std::string& label, bool in_layer = false) {
+inline std::uint32_t first_op(const TaggedProgram& tp, std::size_t list, const std::string& label, bool in_layer = false,
+                              std::uint32_t from = 0) {
     const auto& ops = tp.program.op_lists[list].ops;
-    for (std::uint32_t i = 0; i < ops.size(); ++i)
+    for (std::uint32_t i = from; i < ops.size(); ++i)
         if (tp.program.labels[ops[i].label] == label && (!in_layer || tp.tags[list][i].layer >= 0)) return i;
     FAIL("no op " << label);
     return 0;

@@ -204,6 +204,49 @@ TEST_CASE("the layernorm and moe_act modules reproduce the reference", "[cpu_exe
     }
 }
 
+// Megatron-Core's moe module: the expert layer's MLP checkpointed from its input; its forward
+// (router, permutation, the exchanges, the experts, the shared expert) runs again at the start of
+// its backward, alone and with layernorm and moe_act beside it.
+TEST_CASE("the moe module reproduces the reference", "[cpu_executor][moe]") {
+    const auto fine = [](MoeCase m) {
+        m.base.recompute = Recompute::Selective;
+        return m;
+    };
+    std::vector<MoeCase> cases;
+    MoeCase plain = fine(expert_parallel(2, 2));
+    plain.shared = 1;
+    plain.dense_layers = 1;
+    cases.push_back(plain);
+    MoeCase sp = fine(MoeCase{Case{2, 2, 1, Schedule::OneFOneB, Recompute::None, true}});
+    sp.ep = 2;
+    sp.shared = 1;
+    cases.push_back(sp);
+    MoeCase h1 = fine(MoeCase{Case{1, 2, 2, Schedule::ZeroBubbleH1}});
+    h1.ep = 2;
+    h1.shared = 1;
+    cases.push_back(h1);
+    for (const MoeCase& m : cases) {
+        for (const bool others : {false, true}) {
+            Scenario sc = moe_scenario(m);
+            sc.parallel.recompute_modules = {true, false, others, others, false, true};
+            INFO("t=" << m.base.t << " p=" << m.base.p << " schedule " << static_cast<int>(m.base.schedule)
+                      << (others ? " with layernorm and moe_act" : ""));
+            const TaggedProgram tp = build(sc);
+            check_agreement(execute(sc, tp, std::chrono::milliseconds(10000)));
+            // The forward kept neither the experts' input nor their outputs: without the
+            // recomputed expert FC1 the activation's backward has nothing to read.
+            CHECK_FALSE(without_layer_op(sc, tp, "R.moe.expert_fc1").run.ok());
+            if (!others) continue;
+            // moe_act inside the checkpoint: its FC2 frees the activation's output again, so the
+            // activation's second recomputation (before FC2's backward) is needed too.
+            TaggedProgram second = tp;
+            const std::uint32_t first = first_op(tp, 0, "R.moe.expert_act", true);
+            erase_op(second, 0, first_op(tp, 0, "R.moe.expert_act", true, first + 1));
+            CHECK_FALSE(execute(sc, second, std::chrono::milliseconds(2000)).run.ok());
+        }
+    }
+}
+
 // Zero-bubble schedules: each expert layer's backward as B (the input gradients through the
 // combine, the experts and the dispatch) and a later W (the shared experts', the experts' and the
 // router's weight gradients, which must still reach the expert-data reduction and the optimizer).

@@ -144,6 +144,12 @@ void RankRunner::moe_forward(MoeOp op, const OpTag& tag, Phase phase, const sim:
         case MoeOp::ExpertAct: set(Field::ExpertG, gelu(need(c, Field::ExpertA))); break;
         case MoeOp::ExpertFc2:
             c[Field::MoeBack] = tagged(expert_fc2(need(c, Field::ExpertG), r.experts, expert_slice(w)), r.experts, r.origins);
+            // The moe module's checkpointed forward under moe_act releases the activation output
+            // as the forward would: the backward must write it again before FC2's reads it.
+            if (phase == Phase::Recompute && o.memory_free.value > 0.0) {
+                shadow_[{key, Field::ExpertG}] = std::move(c.at(Field::ExpertG));
+                c.erase(Field::ExpertG);
+            }
             break;
         case MoeOp::Unpermute: {
             Copies back = untag(need(c, Field::MoeBack));
