@@ -40,13 +40,14 @@ struct LayerDims {
     // What selective recomputation runs again (ParallelPlan::recompute_modules): the attention
     // core, latent attention's up-projections with the rotary embedding, the norms that are
     // modules of their own (separate_norm1/2), the experts' activation, the dense MLP, the
-    // mixture-of-experts MLP.
+    // mixture-of-experts MLP, its shared experts.
     bool recompute_core_attention = true;
     bool recompute_mla_up = false;
     bool recompute_layernorm = false;
     bool recompute_moe_act = false;
     bool recompute_mlp = false;  // the dense MLP (a mixture-of-experts layer's MLP is not one)
     bool recompute_moe = false;  // a mixture-of-experts layer's MLP
+    bool recompute_shared_experts = false;  // its shared experts' MLP
     bool causal = true;
     // Transformer Engine's passes around the GEMMs (ModelSpec::transformer_engine); fp8: the
     // linear layers' GEMMs run in fp8, so their operands are cast (and transposed) first.
@@ -74,6 +75,9 @@ struct LayerDims {
     // Whether the moe module checkpoints this layer's MLP: a mixture-of-experts one, from its input
     // (the router's norm's output, which the norm keeps as a module of its own).
     bool moe_checkpointed() const { return recompute_moe && moe; }
+    // Whether the shared_experts module checkpoints this layer's shared experts (their gathered
+    // input is the router's norm's output, kept as the MoE layer's input).
+    bool shared_checkpointed() const { return recompute_shared_experts && moe && shared_ffn > 0; }
     void set_recompute_modules(const ParallelPlan::RecomputeModules& m) {
         recompute_core_attention = m.core_attn;
         recompute_mla_up = m.mla_up_proj;
@@ -81,6 +85,7 @@ struct LayerDims {
         recompute_moe_act = m.moe_act;
         recompute_mlp = m.mlp;
         recompute_moe = m.moe;
+        recompute_shared_experts = m.shared_experts;
     }
     void set_context(int c, ContextMode mode) {
         if (c <= 1) return;

@@ -16,6 +16,14 @@ double as_double(std::int64_t v) { return static_cast<double>(v); }
 // at the start of its backward (activation_memory.cpp).
 bool checkpointed(const LayerContext& c) { return c.recompute == Recompute::Selective && c.dims.moe_checkpointed(); }
 
+// Megatron-Core's shared_experts module: the shared experts' MLP checkpointed (SharedExpertMLP under
+// tensor_parallel.checkpoint), its forward run again right before its backward. Inside the moe
+// module's checkpoint too, the checkpoints nest: the moe module's recomputation keeps nothing of
+// the shared experts either, and they run a third time before their backward.
+bool shared_checkpointed(const LayerContext& c) {
+    return c.recompute == Recompute::Selective && c.dims.shared_checkpointed();
+}
+
 // Whether the layer's stored tensors are allocated in phase `ph`: by the forward, or under full
 // recomputation (whose forward keeps only the layer input, activation_memory.hpp) and the moe
 // module by the recomputation. LayerNorm 2's output (FC1's entry) tells which the policy chose.
@@ -114,16 +122,18 @@ void combine(OpEmitter& e, const LayerContext& c, Phase ph, double frees) {
 
 // The shared experts' forward: sequence parallelism gathers the tokens, FC1 and FC2 split over
 // the tensor group, the output reduce-scattered (all-reduced without sequence parallelism), the
-// next kernel waiting for it.
-void shared_forward(OpEmitter& e, const LayerContext& c, Phase ph, const MoeGemms& g, const MoeActivations& keep) {
+// next kernel waiting for it. `keeps`: FC1 and the activation allocate their outputs for the
+// backward (else the shared_experts module's later run does).
+void shared_forward(OpEmitter& e, const LayerContext& c, Phase ph, const MoeGemms& g, const MoeActivations& keep,
+                    bool keeps) {
     const LayerDims& d = c.dims;
     if (d.sp) e.wait_for(emit_tp_collective(e, c, ph, OpKind::AllGather, e.last_compute()));
     sim::Op fc1 = compute_op(c, ph, MoeOp::SharedFc1, g.shared_fc1);
-    fc1.memory_alloc = Bytes(stored(c, ph, keep.shared_fc1));
+    fc1.memory_alloc = Bytes(keeps ? keep.shared_fc1 : 0.0);
     e.compute(fc1);
     const double inner = as_double(d.shared_ffn) / as_double(d.t);
     sim::Op act = kernel_op(c, ph, MoeOp::SharedAct, OpKind::Activation, act_bytes(d, as_double(d.tokens()), inner));
-    act.memory_alloc = Bytes(stored(c, ph, keep.shared_act));
+    act.memory_alloc = Bytes(keeps ? keep.shared_act : 0.0);
     e.compute(act);
     const std::uint32_t out = e.compute(compute_op(c, ph, MoeOp::SharedFc2, g.shared_fc2));
     e.wait_for(emit_tp_collective(e, c, ph, d.sp ? OpKind::ReduceScatter : OpKind::AllReduce, out));
@@ -156,6 +166,7 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
         e.wait_for(emit_tp_collective(e, c, Phase::Backward, OpKind::AllGather, e.last_compute()));
         recompute_before_backward(e, c);  // after the gradient's gather
     }
+    if (shared_checkpointed(c)) shared_forward(e, c, Phase::Recompute, g, keep, true);
     e.compute(gemm_op(c.labels->moe[b][idx(MoeOp::SharedFc2)], input_grad_shape(g.shared_fc2), OpCategory::Compute,
                       d.act_bytes));
     if (!c.defer_weight_grad) weight_grad(e, c, MoeOp::SharedFc2, g.shared_fc2, keep.shared_act);
@@ -237,7 +248,7 @@ void emit_moe_forward(OpEmitter& e, const LayerContext& c, Phase ph) {
     sim::Op unpermute = kernel_op(c, ph, MoeOp::Unpermute, OpKind::Elementwise, permute_bytes(d));
     unpermute.memory_free = Bytes(collective ? 0.0 : output);
     e.compute(unpermute);
-    if (d.shared_ffn > 0) shared_forward(e, c, ph, g, keep);
+    if (d.shared_ffn > 0) shared_forward(e, c, ph, g, keep, stores_in(c, ph) && !shared_checkpointed(c));
 }
 
 std::uint32_t emit_moe_backward(OpEmitter& e, const LayerContext& c) {

@@ -34,6 +34,8 @@ constexpr Descriptor<RecomputeModule> kRecomputeModules[] = {
     {RecomputeModule::Moe, "moe",
      "a mixture-of-experts layer's MLP: only its input kept, its forward (router, all-to-alls, experts, shared "
      "experts) run again before its backward"},
+    {RecomputeModule::SharedExperts, "shared_experts",
+     "the shared experts' MLP: only its input kept, its forward run again before its backward"},
 };
 
 constexpr Descriptor<Fp8Recipe> kFp8Recipes[] = {

@@ -241,7 +241,8 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 // latent attention's Q, K and V, which the fused attention kernel keeps (the unfused core keeps
 // them as its GEMMs' operands, not modelled with it); layernorm where some norm is a module of its
 // own (LayerDims::separate_norm1/2: Transformer Engine fuses the others into the next GEMM, and
-// Megatron-Core then has nothing to recompute); moe_act and moe in a mixture-of-experts model; mlp
+// Megatron-Core then has nothing to recompute); moe_act and moe in a mixture-of-experts model,
+// shared_experts in one with shared experts; mlp
 // in a dense layer whose norm Transformer Engine fuses into FC1. The modules' tensors are modelled in
 // the 1d layer program (2d, 3d and atp keep their own activations).
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
@@ -251,9 +252,10 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     c.require(sc.parallel.recompute == Recompute::Selective, key,
               "chooses what selective recomputation runs again; needs parallel.recompute: selective (got " +
                   to_string(sc.parallel.recompute) + ")");
-    if (m.layernorm || m.moe_act || m.mlp || m.moe) {
+    if (m.layernorm || m.moe_act || m.mlp || m.moe || m.shared_experts) {
         c.require(sc.parallel.tensor_mode == TensorMode::OneD, key,
-                  "layernorm, moe_act, mlp and moe are modelled with 1d tensor parallelism (parallel.tensor_mode: 1d)");
+                  "layernorm, moe_act, mlp, moe and shared_experts are modelled with 1d tensor parallelism "
+                  "(parallel.tensor_mode: 1d)");
     }
     if (m.mlp) {
         c.require(!sc.model.moe() || sc.model.dense_layers > 0, key,
@@ -276,6 +278,11 @@ void check_recompute_modules(const Checker& c, const Scenario& sc) {
     if (m.moe) {
         c.require(sc.model.moe(), key, "moe recomputes a mixture-of-experts layer's MLP: it needs a mixture-of-experts "
                                        "model (model.experts; a dense layer's MLP is the mlp module)");
+    }
+    if (m.shared_experts) {
+        c.require(sc.model.moe() && sc.model.shared_experts > 0, key,
+                  "shared_experts recomputes the shared experts' MLP: it needs a mixture-of-experts model with shared "
+                  "experts (model.experts and model.shared_experts)");
     }
     if (!m.mla_up_proj) return;
     c.require(sc.model.mla(), key, "mla_up_proj needs multi-head latent attention: set model.attention_kind: mla");

@@ -138,7 +138,7 @@ struct ModelSpec {
 enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
 enum class Recompute { None, Full, Selective, StageAware };
 // The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
-enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp, Moe };
+enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp, Moe, SharedExperts };
 enum class TensorMode { OneD, TwoD, ThreeD, Atp };
 enum class PartitionMethod { Auto, Uniform };
 // Context parallelism: how the ranks of a context group, each holding 2 of the 2c chunks of every
@@ -215,7 +215,8 @@ struct ParallelPlan {
     // outputs written again from their kept inputs), moe_act (the experts' activation: its
     // output written again from the kept FC1 output before expert FC2's backward), mlp (a
     // dense layer's MLP checkpointed: its forward run again from its input before its backward)
-    // and moe (a mixture-of-experts layer's MLP checkpointed the same way, its all-to-alls with it).
+    // moe (a mixture-of-experts layer's MLP checkpointed the same way, its all-to-alls with it) and
+    // shared_experts (the shared experts' MLP checkpointed, inside moe's checkpoint when both).
     struct RecomputeModules {
         bool core_attn = true;
         bool mla_up_proj = false;
@@ -223,6 +224,7 @@ struct ParallelPlan {
         bool moe_act = false;
         bool mlp = false;
         bool moe = false;
+        bool shared_experts = false;
 
     private:
         template <class Self>
@@ -233,16 +235,19 @@ struct ParallelPlan {
                 case RecomputeModule::Layernorm: return self.layernorm;
                 case RecomputeModule::MoeAct: return self.moe_act;
                 case RecomputeModule::Mlp: return self.mlp;
-                case RecomputeModule::Moe: break;
+                case RecomputeModule::Moe: return self.moe;
+                case RecomputeModule::SharedExperts: break;
             }
-            return self.moe;
+            return self.shared_experts;
         }
 
     public:
         bool& chosen(RecomputeModule m) { return flag(*this, m); }
         bool chosen(RecomputeModule m) const { return flag(*this, m); }
         // Megatron-Core's default, [core_attn].
-        bool is_default() const { return core_attn && !mla_up_proj && !layernorm && !moe_act && !mlp && !moe; }
+        bool is_default() const {
+            return core_attn && !mla_up_proj && !layernorm && !moe_act && !mlp && !moe && !shared_experts;
+        }
     };
     RecomputeModules recompute_modules;
     TensorMode tensor_mode = TensorMode::OneD;

@@ -19,8 +19,8 @@ using Sets = std::vector<std::string>;
 // Each kind's alternatives, least change first: the first one that fits is the suggestion.
 // Megatron-Core's recompute modules that drop outputs this model has, beside core_attn: latent
 // attention's up-projections, the norms that are modules of their own, the experts' activation.
-// (The mlp and moe modules are not offered: they run the MLP's GEMMs, and moe its all-to-alls,
-// again in every layer, and stage-aware, which recomputes whole layers only where memory needs
+// (The mlp, moe and shared_experts modules are not offered: they run the MLP's GEMMs, and moe its
+// all-to-alls, again in every layer, and stage-aware, which recomputes whole layers only where memory needs
 // it, fits whenever they would.)
 std::string fine_grained_modules(const ModelSpec& m) {
     std::string modules = "core_attn";

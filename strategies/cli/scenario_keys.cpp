@@ -166,19 +166,15 @@ void set_stage_layers(Scenario& s, V v, W w, C) {
 }
 
 // Megatron-Core's recompute_modules, "[core_attn, mla_up_proj]" (a YAML list), "core_attn,mla_up_proj"
-// or with spaces (--set): the modules cuboid models (recompute_module_table), each named once;
-// Megatron-Core's others are refused by name, as not modelled.
+// or with spaces (--set): Megatron-Core's modules (recompute_module_table), each named once.
 void set_recompute_modules(Scenario& s, V v, W w, C) {
     std::string allowed;
     for (const NamedValue& n : named_values(recompute_module_table())) allowed += (allowed.empty() ? "" : ", ") + n.name;
     const std::vector<std::string> words = list_items(v, false);
     if (words.empty())
         throw InputError(w, "expected a list of modules, e.g. [core_attn] or [mla_up_proj]; allowed: " + allowed);
-    constexpr std::array<std::string_view, 1> kNotModelled = {"shared_experts"};
     ParallelPlan::RecomputeModules m{false, false};
     for (const std::string& word : words) {
-        if (std::find(kNotModelled.begin(), kNotModelled.end(), word) != kNotModelled.end())
-            throw InputError(w, fmt::format("'{}' (a Megatron-Core module) is not modelled; allowed: {}", word, allowed));
         bool& chosen = m.chosen(parse_recompute_module(word, w));
         if (chosen) throw InputError(w, fmt::format("'{}' is named twice", word));
         chosen = true;
@@ -384,10 +380,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
     {"parallel.recompute", "name", "", "none", "`cuboid list recompute`", "activation recomputation",
      [](Scenario& s, V v, W w, C) { s.parallel.recompute = parse_suggesting(parse_recompute, recompute_words(), v, w); }},
     {"parallel.recompute_modules", "list", "", "[core_attn]",
-     "core_attn, mla_up_proj, layernorm, moe_act, mlp, moe (each at most once)",
+     "core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts (each at most once)",
      "recompute selective: what runs again before the backward (Megatron-Core's recompute_modules): the attention "
      "core, latent attention's up-projections, the norms that are modules of their own, the experts' activation, "
-     "a dense layer's MLP, a mixture-of-experts layer's MLP",
+     "a dense layer's MLP, a mixture-of-experts layer's MLP, its shared experts",
      set_recompute_modules},
     {"parallel.tensor_mode", "name", "", "1d", "`cuboid list tensor-modes`", "how tensor parallelism splits the layers",
      [](Scenario& s, V v, W w, C) { s.parallel.tensor_mode = parse_suggesting(parse_tensor_mode, tensor_mode_words(), v, w); }},

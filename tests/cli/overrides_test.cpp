@@ -83,10 +83,7 @@ TEST_CASE("--set with a bad value says what is allowed", "[cli][set]") {
     check("reliability.restart_overhead_s=-1", "reliability.restart_overhead_s", "must be between 0 and");
     check("reliability.failures_per_gpu_day=abc", "reliability.failures_per_gpu_day", "expected a number");
     check("parallel.recompute_modules=[core_attn, flash]", "parallel.recompute_modules",
-          "unknown module 'flash'; allowed: core_attn, mla_up_proj, layernorm, moe_act, mlp, moe");
-    check("parallel.recompute_modules=shared_experts", "parallel.recompute_modules",
-          "'shared_experts' (a Megatron-Core module) is not modelled; allowed: core_attn, mla_up_proj, layernorm, "
-          "moe_act, mlp, moe");
+          "unknown module 'flash'; allowed: core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts");
     check("parallel.recompute_modules=[mla_up_proj, mla_up_proj]", "parallel.recompute_modules", "named twice");
     check("parallel.recompute_modules=[]", "parallel.recompute_modules", "expected a list of modules");
 }

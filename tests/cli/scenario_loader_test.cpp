@@ -160,8 +160,8 @@ TEST_CASE("sweep axes must be known keys with non-empty lists of valid values", 
     REQUIRE(lists.sweep.size() == 2);
     CHECK(lists.sweep[0].second == std::vector<std::string>{"core_attn", "core_attn,mla_up_proj"});
     CHECK(lists.sweep[1].second == std::vector<std::string>{"4,2", "2,4"});
-    check_load_error("sweep:\n  parallel.recompute_modules:\n    - [core_attn]\n    - [shared_experts]\n",
-                     4, "sweep.parallel.recompute_modules", "'shared_experts' (a Megatron-Core module) is not modelled");
+    check_load_error("sweep:\n  parallel.recompute_modules:\n    - [core_attn]\n    - [shared_expert]\n",
+                     4, "sweep.parallel.recompute_modules", "unknown module 'shared_expert'");
     // A scalar key still takes single values only.
     check_load_error("sweep:\n  parallel.tensor: [[1, 2]]\n",
                      2, "sweep.parallel.tensor", "expected a single integer, got a list");

@@ -1,7 +1,7 @@
 // Megatron-Core's recompute modules under selective recomputation: the output-discarding layernorm
 // (the norms that are modules of their own, LayerDims::separate_norm1/2) and moe_act (the experts'
-// activation), mlp (a dense layer's MLP checkpointed) and moe (a mixture-of-experts layer's MLP
-// checkpointed). Against closed forms: the bytes each moves from the forward's stores to the
+// activation), mlp (a dense layer's MLP checkpointed), moe (a mixture-of-experts layer's MLP
+// checkpointed) and shared_experts (its shared experts checkpointed). Against closed forms: the bytes each moves from the forward's stores to the
 // recomputation, the kernels that run again (the forward's bytes, once per layer and micro-batch,
 // in the recompute category) and where, memory conservation under every schedule, the peak
 // memory saved on one stage, and the plan checks at their key.
@@ -30,9 +30,10 @@ constexpr double kTokens = 32, kHidden = 64;
 
 // The tiny model with `layers` layers, `micro` micro-batches of one sequence on t GPUs (sequence
 // parallel when t > 1), selective recomputation of the attention core plus `modules`.
-Scenario selective(Scenario sc, bool layernorm, bool moe_act, bool mlp = false, bool moe = false) {
+Scenario selective(Scenario sc, bool layernorm, bool moe_act, bool mlp = false, bool moe = false,
+                   bool shared_experts = false) {
     sc.parallel.recompute = Recompute::Selective;
-    sc.parallel.recompute_modules = {true, false, layernorm, moe_act, mlp, moe};
+    sc.parallel.recompute_modules = {true, false, layernorm, moe_act, mlp, moe, shared_experts};
     sc.key_lines["parallel.recompute_modules"] = 1;
     return sc;
 }
@@ -352,6 +353,56 @@ TEST_CASE("moe with layernorm and moe_act: the norm first, the checkpoint's forw
     check_released_under_schedules(all);
 }
 
+TEST_CASE("shared_experts: the shared experts' checkpointed MLP runs again before their backward") {
+    const Scenario kept = selective(moe_ep_shared(), false, false),
+                   shared = selective(moe_ep_shared(), false, false, false, false, true);
+    const LayerDims d = dims_of(shared);
+    REQUIRE(d.shared_checkpointed());
+    const MoeActivations keep = moe_activations(d);
+    const LabelTotals a = totals(kept), b = totals(shared);
+    const double n = kLayers * kMicro;
+    for (const char* op : {"shared_fc1", "shared_act", "shared_fc2"}) {
+        INFO(op);
+        const std::string f = std::string("F.moe.") + op, r = std::string("R.moe.") + op;
+        CHECK(count_of(b, r) == n);
+        CHECK(at(b.bytes, r) == at(b.bytes, f));
+        CHECK(at(b.alloc, r) == Approx(at(a.alloc, f)));
+        CHECK(at(b.alloc, f) == 0.0);
+    }
+    CHECK(at(b.alloc, "R.moe.shared_fc1") + at(b.alloc, "R.moe.shared_act") ==
+          Approx(n * (keep.shared_fc1 + keep.shared_act)));
+    CHECK_FALSE(b.count.contains("R.moe.expert_fc1"));  // the routed experts keep theirs
+    // The checkpoint's forward gathers the norm's output and reduces the shared output again.
+    CHECK(count_of(b, "R.tp.allgather") == n);
+    CHECK(count_of(b, "R.tp.reducescatter") == n);
+    check_released_under_schedules(shared);
+    const RunResult ra = run_scenario(kept), rb = run_scenario(shared);
+    const double moved = keep.shared_fc1 + keep.shared_act;
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+
+    // Nested in moe's checkpoint: the checkpoint's run keeps nothing of the shared experts and
+    // they run a third time before their backward, which allocates what they keep.
+    const Scenario both = selective(moe_ep_shared(), false, false, false, true, true);
+    const LabelTotals c = totals(both);
+    CHECK(count_of(c, "R.moe.shared_fc1") == 2 * n);
+    CHECK(count_of(c, "R.moe.expert_fc1") == n);
+    CHECK(at(c.alloc, "R.moe.shared_fc1") + at(c.alloc, "R.moe.shared_act") == Approx(n * moved));
+    CHECK(at(c.alloc, "F.moe.shared_fc1") + at(c.alloc, "F.moe.shared_act") == 0.0);
+    const sim::Program p = build_program(both, validate_plan(both));
+    int runs = 0;  // per layer: the checkpoint's run allocates nothing, the last one allocates
+    for (const sim::Op& op : p.op_lists[0].ops) {
+        if (p.labels[op.label] != "R.moe.shared_fc1") continue;
+        CHECK((op.memory_alloc.value > 0.0) == (runs % 2 == 1));
+        ++runs;
+    }
+    check_released_under_schedules(both);
+    RunOptions folded;
+    folded.fold = true;
+    CHECK(run_scenario(both, folded).fingerprint == run_scenario(both).fingerprint);
+}
+
 TEST_CASE("layernorm, moe_act and mlp are checked at parallel.recompute_modules") {
     const std::string key = "parallel.recompute_modules";
     CHECK(test::rejected_key(selective(moe_te(2), true, true), [](Scenario&) {}).empty());
@@ -376,4 +427,7 @@ TEST_CASE("layernorm, moe_act and mlp are checked at parallel.recompute_modules"
     // moe: a mixture-of-experts model, in the 1d layer program.
     CHECK(test::rejected_key(selective(moe_te(2), false, false, false, true), [](Scenario&) {}).empty());
     CHECK(test::rejected_key(selective(dense_te(2), false, false, false, true), [](Scenario&) {}) == key);
+    // shared_experts: a mixture of experts with shared experts.
+    CHECK(test::rejected_key(selective(moe_ep_shared(), false, false, false, false, true), [](Scenario&) {}).empty());
+    CHECK(test::rejected_key(selective(moe_te(2), false, false, false, false, true), [](Scenario&) {}) == key);
 }

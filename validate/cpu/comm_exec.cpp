@@ -32,7 +32,10 @@ struct TpBuffers {
     Field src = Field::X, dst = Field::X;
 };
 
-TpBuffers tp_buffers(const OpCode& last, int layer) {
+// `own`: the collective's phase. A recomputation's gather right after the backward's gather of
+// the output gradient (its producer B.bda2) is the shared_experts module's checkpointed forward
+// gathering the router's norm output for the shared FC1 (strategies/moe_layer.cpp).
+TpBuffers tp_buffers(const OpCode& last, Phase own, int layer) {
     switch (last.family) {
         case Family::Embed: return {kEmbeddingBlock, Field::EmbPartial, Field::EmbRed};
         case Family::EmbedDropout: return {kEmbeddingBlock, Field::GEmb, Field::GEmbFull};
@@ -52,7 +55,9 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
         case LayerOp::Proj: return {layer, Field::ProjPartial, Field::ProjRed};
         case LayerOp::Ln2: return {layer, Field::Ln2, Field::Ln2Full};
         case LayerOp::Fc2: return {layer, Field::Fc2Partial, Field::Fc2Red};
-        case LayerOp::Bda2: return {layer, Field::GOut, Field::GOutFull};
+        case LayerOp::Bda2:
+            if (own == Phase::Recompute) return {layer, Field::Ln2, Field::Ln2Full};
+            return {layer, Field::GOut, Field::GOutFull};
         case LayerOp::Act: return {layer, Field::Ln2, Field::Ln2Regather};
         case LayerOp::Fc1: return {layer, Field::DLn2Partial, Field::DLn2};
         case LayerOp::Bda1: return {layer, Field::GProj, Field::GProjFull};
@@ -68,11 +73,14 @@ TpBuffers tp_buffers(const OpCode& last, int layer) {
 // (strategies/moe_layer.cpp): the forward gathers LayerNorm 2's output after the un-permutation and
 // reduces the shared FC2's partial output; the backward reduces FC1's input gradient and re-gathers
 // LayerNorm 2's output for FC1's weight gradient, both after FC1's input-gradient GEMM, or under a
-// split backward the W pass re-gathers it after the shared FC2's weight gradient.
+// split backward the W pass re-gathers it after the shared FC2's weight gradient. The
+// shared_experts module inside the moe module's checkpoint gathers LayerNorm 2's output once more
+// right after the checkpoint's shared FC2 and its reduction.
 TpBuffers moe_tp_buffers(const OpCode& last, sim::OpKind kind, int layer) {
     const bool gather = kind == sim::OpKind::AllGather;
     if (last.phase != Phase::Backward) {
-        if (last.moe == MoeOp::Unpermute && gather) return {layer, Field::Ln2, Field::Ln2Full};
+        if ((last.moe == MoeOp::Unpermute || last.moe == MoeOp::SharedFc2) && gather)
+            return {layer, Field::Ln2, Field::Ln2Full};
         if (last.moe == MoeOp::SharedFc2 && !gather) return {layer, Field::SharedPartial, Field::SharedRed};
     } else if (last.moe == MoeOp::SharedFc1 && !last.wgrad) {
         return gather ? TpBuffers{layer, Field::Ln2, Field::Ln2Regather} : TpBuffers{layer, Field::DLn2Partial, Field::DLn2};
@@ -170,7 +178,7 @@ void RankRunner::tp_collective(std::uint32_t index, const sim::Op& op) {
     if (cube() && mode && cube_collective(index, op, producer)) return;
     const TpBuffers b = mode ? atp_buffers(code, tag.layer)
                              : (code.family == Family::MoeKernel ? moe_tp_buffers(code, op.kind, tag.layer)
-                                                                 : tp_buffers(code, tag.layer));
+                                                                 : tp_buffers(code, ctx_.codes[op.label].phase, tag.layer));
     const Key key{tag.micro, b.block, b.block >= 0 ? sub_of(tag) : 0};
     Cache& c = cache(key);
     if (atp() && mode) atp_before_collective(b.src, key);
