@@ -156,7 +156,15 @@ void shared_fc1_weight_grad(OpEmitter& e, const LayerContext& c, const MoeGemms&
     weight_grad(e, c, MoeOp::SharedFc1, g.shared_fc1, 0.0);
 }
 
-void recompute_before_backward(OpEmitter& e, const LayerContext& c);
+// What runs again before the layer's backward kernels: the layernorm module's recomputation of
+// the router's norm, then the moe module's checkpointed forward, whose input that norm's output is
+// (Megatron-Core recomputes both as the backward reaches the MLP's output). Under sequence
+// parallelism with shared experts both follow the output gradient's gather (shared_backward), as
+// the mlp module's recomputation does in a dense layer.
+void recompute_before_backward(OpEmitter& e, const LayerContext& c) {
+    emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
+    if (checkpointed(c)) emit_moe_forward(e, c, Phase::Recompute);
+}
 
 // The shared experts' backward; returns FC1's input-gradient reduction, in flight.
 std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemms& g, const MoeActivations& keep) {
@@ -183,16 +191,6 @@ std::uint32_t shared_backward(OpEmitter& e, const LayerContext& c, const MoeGemm
     if (!overlap) e.wait_for(reduce);
     if (!c.defer_weight_grad) shared_fc1_weight_grad(e, c, g);
     return overlap ? reduce : kNoOp;
-}
-
-// What runs again before the layer's backward kernels: the layernorm module's recomputation of
-// the router's norm, then the moe module's checkpointed forward, whose input that norm's output is
-// (Megatron-Core recomputes both as the backward reaches the MLP's output). Under sequence
-// parallelism with shared experts both follow the output gradient's gather (shared_backward), as
-// the mlp module's recomputation does in a dense layer.
-void recompute_before_backward(OpEmitter& e, const LayerContext& c) {
-    emit_norm_recompute(e, c, LayerOp::Ln2, c.memory.recomputed_norm2);
-    if (checkpointed(c)) emit_moe_forward(e, c, Phase::Recompute);
 }
 
 }  // namespace

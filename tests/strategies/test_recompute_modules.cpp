@@ -83,6 +83,20 @@ void check_released_under_schedules(const Scenario& base) {
     }
 }
 
+// A checkpointed module on one stage under 1F1B: the forward's end keeps each layer's `moved`
+// bytes less; the backward writes one layer's back at a time, each freed by its own backward before
+// the next layer's, so the peak drops by the stores of all layers but one at least and of all at
+// most. The recomputation costs time, and the folded run is the full one.
+void check_checkpointed_peak(const Scenario& kept, const Scenario& checkpointed, double moved) {
+    const RunResult ra = run_scenario(kept), rb = run_scenario(checkpointed);
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
+    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
+    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    RunOptions folded;
+    folded.fold = true;
+    CHECK(run_scenario(checkpointed, folded).fingerprint == rb.fingerprint);
+}
+
 }  // namespace
 
 TEST_CASE("layernorm: the router's norm output is written again at the start of the expert layer's backward") {
@@ -242,16 +256,7 @@ TEST_CASE("mlp: a dense layer's checkpointed MLP runs its forward again at the s
     CHECK(count_of(b, "R.tp.reducescatter") == n);
     check_released_under_schedules(mlp);
 
-    // One stage, 1F1B: the forward's end keeps every layer's MLP stores less; the backward writes
-    // one layer's back at a time, each freed by its own backward before the next layer's. The
-    // peak drops by the layers' stores but one at least, by all of them at most.
-    const RunResult ra = run_scenario(kept), rb = run_scenario(mlp);
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
-    CHECK(rb.iteration_time_s > ra.iteration_time_s);
-    RunOptions folded;
-    folded.fold = true;
-    CHECK(run_scenario(mlp, folded).fingerprint == rb.fingerprint);
+    check_checkpointed_peak(kept, mlp, moved);
 }
 
 // The expert layer with expert parallelism over the two ranks and a shared expert: every part of
@@ -308,16 +313,7 @@ TEST_CASE("moe: a mixture-of-experts layer's checkpointed MLP runs its forward a
     CHECK(count_of(b, "R.tp.reducescatter") == n);
     check_released_under_schedules(moe);
 
-    // One stage, 1F1B: the forward's end keeps every layer's MoE stores less; the backward
-    // writes one layer's back at a time.
-    const double moved = probs + keep.total();
-    const RunResult ra = run_scenario(kept), rb = run_scenario(moe);
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
-    CHECK(rb.iteration_time_s > ra.iteration_time_s);
-    RunOptions folded;
-    folded.fold = true;
-    CHECK(run_scenario(moe, folded).fingerprint == rb.fingerprint);
+    check_checkpointed_peak(kept, moe, probs + keep.total());
 }
 
 TEST_CASE("moe with layernorm and moe_act: the norm first, the checkpoint's forward, the activation once more") {
@@ -376,11 +372,8 @@ TEST_CASE("shared_experts: the shared experts' checkpointed MLP runs again befor
     CHECK(count_of(b, "R.tp.allgather") == n);
     CHECK(count_of(b, "R.tp.reducescatter") == n);
     check_released_under_schedules(shared);
-    const RunResult ra = run_scenario(kept), rb = run_scenario(shared);
     const double moved = keep.shared_fc1 + keep.shared_act;
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes >= moved * (kLayers - 1));
-    CHECK(ra.peak_memory_bytes - rb.peak_memory_bytes <= moved * kLayers);
-    CHECK(rb.iteration_time_s > ra.iteration_time_s);
+    check_checkpointed_peak(kept, shared, moved);
 
     // Nested in moe's checkpoint: the checkpoint's run keeps nothing of the shared experts and
     // they run a third time before their backward, which allocates what they keep.

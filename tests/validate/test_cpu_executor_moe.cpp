@@ -63,6 +63,26 @@ MoeCase expert_parallel(int ep, int d) {
     return m;
 }
 
+// The expert layers the recompute modules' cases run under selective recomputation: expert
+// parallelism with a shared expert and a dense layer; tensor and sequence parallelism around the
+// experts; ZB-H1's split backward.
+std::vector<MoeCase> selective_module_cases() {
+    const auto fine = [](MoeCase m) {
+        m.base.recompute = Recompute::Selective;
+        return m;
+    };
+    MoeCase plain = fine(expert_parallel(2, 2));
+    plain.shared = 1;
+    plain.dense_layers = 1;
+    MoeCase sp = fine(MoeCase{Case{2, 2, 1, Schedule::OneFOneB, Recompute::None, true}});
+    sp.ep = 2;
+    sp.shared = 1;
+    MoeCase h1 = fine(MoeCase{Case{1, 2, 2, Schedule::ZeroBubbleH1}});
+    h1.ep = 2;
+    h1.shared = 1;
+    return {plain, sp, h1};
+}
+
 }  // namespace
 
 TEST_CASE("mixture-of-experts reference gradients match finite differences", "[cpu_executor][moe]") {
@@ -176,23 +196,7 @@ TEST_CASE("pipelined and recomputed expert layers reproduce the reference", "[cp
 // the forward's (recompute_diff). The dense layers' norms are checked the other way too
 // (test_cpu_executor.cpp).
 TEST_CASE("the layernorm and moe_act modules reproduce the reference", "[cpu_executor][moe]") {
-    const auto fine = [](MoeCase m) {
-        m.base.recompute = Recompute::Selective;
-        return m;
-    };
-    std::vector<MoeCase> cases;
-    MoeCase plain = fine(expert_parallel(2, 2));
-    plain.shared = 1;
-    plain.dense_layers = 1;
-    cases.push_back(plain);
-    MoeCase sp = fine(MoeCase{Case{2, 2, 1, Schedule::OneFOneB, Recompute::None, true}});
-    sp.ep = 2;
-    sp.shared = 1;
-    cases.push_back(sp);
-    MoeCase h1 = fine(MoeCase{Case{1, 2, 2, Schedule::ZeroBubbleH1}});
-    h1.ep = 2;
-    h1.shared = 1;
-    cases.push_back(h1);
+    const std::vector<MoeCase> cases = selective_module_cases();
     for (const MoeCase& m : cases) {
         Scenario sc = moe_scenario(m);
         sc.parallel.recompute_modules = {true, false, true, true};
@@ -209,23 +213,7 @@ TEST_CASE("the layernorm and moe_act modules reproduce the reference", "[cpu_exe
 // its backward, alone and with layernorm and moe_act beside it. The shared_experts module, alone
 // and nested in moe's checkpoint.
 TEST_CASE("the moe and shared_experts modules reproduce the reference", "[cpu_executor][moe]") {
-    const auto fine = [](MoeCase m) {
-        m.base.recompute = Recompute::Selective;
-        return m;
-    };
-    std::vector<MoeCase> cases;
-    MoeCase plain = fine(expert_parallel(2, 2));
-    plain.shared = 1;
-    plain.dense_layers = 1;
-    cases.push_back(plain);
-    MoeCase sp = fine(MoeCase{Case{2, 2, 1, Schedule::OneFOneB, Recompute::None, true}});
-    sp.ep = 2;
-    sp.shared = 1;
-    cases.push_back(sp);
-    MoeCase h1 = fine(MoeCase{Case{1, 2, 2, Schedule::ZeroBubbleH1}});
-    h1.ep = 2;
-    h1.shared = 1;
-    cases.push_back(h1);
+    const std::vector<MoeCase> cases = selective_module_cases();
     enum class Set { Moe, MoeLayernormMoeAct, Shared, MoeShared };
     for (const MoeCase& m : cases) {
         for (const Set set : {Set::Moe, Set::MoeLayernormMoeAct, Set::Shared, Set::MoeShared}) {
