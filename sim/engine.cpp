@@ -31,6 +31,7 @@ Engine::Engine(const EngineInput& input, std::span<const Link> links,
     }
     lockstep_ = options.exclusive_transfers && options.lockstep_runs && !observe_;
     cancel_ = options.cancel;
+    progress_ = options.progress;
     last_plans_.resize(groups_.size());
     before_plans_.resize(groups_.size());
     run_memos_.resize(indexes_.size());
@@ -52,6 +53,7 @@ void Engine::build_ranks() {
         R.list = &program_.op_lists[rp.op_list];
         R.key = rank_keys_.empty() ? rank_key(r) : rank_keys_[r];
         R.remaining = static_cast<std::uint32_t>(R.list->ops.size());
+        ops_total_ += R.remaining;
         R.slot_base = static_cast<std::uint32_t>(slot_refs_.size());
         R.slot_count = static_cast<std::uint32_t>(rp.groups.size());
         for (const std::uint32_t g : rp.groups) {
@@ -89,7 +91,10 @@ SimResult Engine::run() {
             flush_run();
             continue;
         }
-        if ((++popped & kCancelPollMask) == 0) cancel_.throw_if_requested();
+        if ((++popped & kCancelPollMask) == 0) {
+            cancel_.throw_if_requested();
+            if (progress_) report_progress();
+        }
         const auto e = queue_.pop();
         prefetch_next();
         now_ = e.time;
@@ -102,6 +107,7 @@ SimResult Engine::run() {
     }
     const bool stuck = std::any_of(ranks_.begin(), ranks_.end(), [](const RankState& R) { return R.remaining > 0; });
     if (stuck) report_deadlock();
+    if (progress_) report_progress();
 
     result_.ranks.resize(ranks_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -109,6 +115,10 @@ SimResult Engine::run() {
         result_.makespan = std::max(result_.makespan, ranks_[r].finish);
     }
     return result_;
+}
+
+void Engine::report_progress() const {
+    progress_(SimProgress{ops_done_, ops_total_, now_, result_.events});
 }
 
 // Events scheduled back to back for the same time hold consecutive sequence numbers, so nothing
@@ -260,6 +270,7 @@ void Engine::stream_advanced(std::uint32_t rank, StreamId s, std::uint32_t ops) 
     R.done[s] += ops;
     R.busy = static_cast<StreamMask>(R.busy & ~(1U << s));
     R.remaining -= ops;
+    ops_done_ += ops;
     if (R.remaining == 0) {
         R.finish = now_;
         R.clock.close(now_);

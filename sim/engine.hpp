@@ -220,6 +220,7 @@ private:
     void schedule_completions();
     void prefetch_ranks(std::span<const Rendezvous::Member> members, std::size_t from);
     [[noreturn]] void report_deadlock() const;
+    void report_progress() const;  // SimOptions::progress
 
     const Program& program_;
     std::span<const RankProgram> rank_programs_;
@@ -247,6 +248,9 @@ private:
     std::vector<std::uint32_t> free_transfers_;
     bool lockstep_ = false;  // SimOptions::lockstep_runs, and nothing observes
     Cancellation cancel_;    // SimOptions::cancel
+    ProgressCallback progress_;  // SimOptions::progress
+    std::uint64_t ops_total_ = 0;  // ops of all ranks
+    std::uint64_t ops_done_ = 0;   // of which finished (the ranks' `remaining` summed the other way)
     std::vector<RunChain> run_chains_;            // scratch of plan_run
     std::vector<RunCollective> run_collectives_;
     std::vector<RunMemo> run_memos_;  // per op list

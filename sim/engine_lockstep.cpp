@@ -280,6 +280,7 @@ void Engine::checkpoint(std::uint32_t id, std::uint32_t k) {
     for (const Rendezvous::Member& member : rendezvous_.members(T.group)) {
         RankState& R = ranks_[member.rank];
         R.remaining -= cp.count - R.done[cp.stream];
+        ops_done_ += cp.count - R.done[cp.stream];
         R.done[cp.stream] = cp.count;
         unsigned todo = R.waiters[cp.stream] & ~run_streams;
         while (todo != 0) {
@@ -306,7 +307,9 @@ void Engine::close_lockstep(std::uint32_t id) {
         const std::uint32_t rank = members[m].rank;
         RankState& R = ranks_[rank];
         keys += R.key;
-        R.remaining -= (T.run.compute_count - R.done[kComputeStream]) + (T.run.comm_count - R.done[x]);
+        const std::uint32_t finished = (T.run.compute_count - R.done[kComputeStream]) + (T.run.comm_count - R.done[x]);
+        R.remaining -= finished;
+        ops_done_ += finished;
         R.done[kComputeStream] = T.run.compute_count;
         R.done[x] = T.run.comm_count;
         R.clock.lockstep_ends(now_, T.ops[m].category, T.run.busy, T.run.recompute,

@@ -13,6 +13,7 @@
 #include "sim/memory.hpp"
 #include "sim/observer.hpp"
 #include "sim/program.hpp"
+#include "sim/progress.hpp"
 #include "sim/transfer.hpp"
 #include "sim/units.hpp"
 
@@ -80,6 +81,9 @@ struct SimOptions {
     // Polled every few thousand events: once requested, simulate() throws Cancelled within
     // milliseconds instead of running to the end (a sweep stopped by a signal).
     Cancellation cancel;
+    // Set: told how far the run has got every few thousand events and once at its end
+    // (progress.hpp); it changes nothing that is simulated.
+    ProgressCallback progress;
 };
 
 SimResult simulate(const Program& program, const ProgramCosts& costs, std::span<const Link> links,

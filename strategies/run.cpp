@@ -48,6 +48,8 @@ RunResult simulate_scenario(const Scenario& sc, const RunOptions& options) {
     sim::SimOptions sim_options;
     sim_options.fold = options.fold;
     sim_options.cancel = options.cancel;
+    sim_options.progress = options.progress;
+    sim_options.progress = options.progress;
     if (options.fold) sim_options.fold_generators = symmetry_generators(layout, sc.parallel.tensor_mode);
     const sim::SimResult sim = sim::simulate(program, costs, hardware->links(), *planner, observers, sim_options);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;

@@ -139,6 +139,9 @@ struct RunOptions {
     // Once requested, run_scenario throws sim::Cancelled soon after (between its phases, and
     // every few thousand events of the simulation): a sweep stopped by a signal.
     sim::Cancellation cancel{};
+    // Set: told how far the simulation has got (sim::SimOptions::progress); `cuboid run` shows it
+    // on a terminal.
+    sim::ProgressCallback progress{};
 };
 
 // Throws InputError when the plan is invalid for the model or cluster (with the reason).

@@ -155,6 +155,7 @@ int run(const Parsed& p, std::ostream& out, std::ostream& err) {
     take(p, "trace", r.trace);
     r.quiet = p.vm.count("quiet") > 0;
     r.print_schedule = p.vm.count("print-schedule") > 0;
+    r.progress = watched(err);
     // Folded runs were measured never slower than full ones, from 64 to 131,072 GPUs, with peak
     // memory within 1 % or below (bench/results/2026-11-29-local-settling-2core.txt), and give
     // the same results: the default.

@@ -13,6 +13,7 @@
 #include "strategies/cli/json_result.hpp"
 #include "strategies/cli/output_target.hpp"
 #include "strategies/cli/overrides.hpp"
+#include "strategies/cli/run_progress.hpp"
 #include "strategies/cli/scenario_loader.hpp"
 #include "strategies/cli/text_report.hpp"
 #include "strategies/layout.hpp"
@@ -83,6 +84,9 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
     if (request.trace) trace_file.emplace(*request.trace);
 
     RunResult r;
+    // Ended (RunProgress::finish) before the report is written, or by its destructor when an
+    // error leaves: the error's message then starts a line of its own.
+    RunProgress progress(err, request.progress && !request.quiet);
     try {
         if (request.print_schedule) {
             // With --json - standard output holds only the JSON document.
@@ -92,6 +96,7 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
         RunOptions options;
         if (request.trace) options.trace = &trace_file->stream();
         options.fold = request.fold;
+        if (progress.drawing()) options.progress = [&progress](const sim::SimProgress& p) { progress.simulated(p); };
         r = run_scenario(s, options);
     } catch (const InputError& e) {
         throw located(e, s, overridden);
@@ -99,7 +104,11 @@ int run_command(const RunRequest& request, std::ostream& out, std::ostream& err)
 
     // An out-of-memory plan names the single changes that would fit, each checked by a run.
     std::vector<FittingChange> changes;
-    if (!r.fits_in_memory) changes = changes_that_fit(s);
+    if (!r.fits_in_memory) {
+        progress.stage("the plan does not fit: simulating the single changes that would make it fit");
+        changes = changes_that_fit(s);
+    }
+    progress.finish();
 
     if (json.given()) {
         nlohmann::ordered_json j = result_json(s, r);

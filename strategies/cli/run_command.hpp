@@ -20,6 +20,7 @@ struct RunRequest {
     bool quiet = false;                 // no human report
     bool print_schedule = false;        // the per-stage compute order, before the report
     bool fold = false;                  // --fold: symmetry-folded simulation (RunOptions::fold)
+    bool progress = false;              // a progress line on `err` (the caller knows if it is a terminal)
     WorkLimits limits;                  // --max-events, --max-memory
 };
 

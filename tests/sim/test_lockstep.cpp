@@ -104,6 +104,26 @@ TEST_CASE("only the collectives of a lockstep class form runs", "[sim][lockstep]
     CHECK(unflagged.events == 28);
 }
 
+// The progress a run reports (SimOptions::progress) counts the ops a run finishes at its
+// checkpoint and at its end as the step-by-step engine counts them one by one: all of them by the
+// last report.
+TEST_CASE("the ops a lockstep run finishes count in the run's progress", "[sim][lockstep][progress]") {
+    Fixture f(Bytes(1.0e3));
+    SimOptions options;
+    SimProgress last;
+    int reports = 0;
+    options.progress = [&](const SimProgress& p) {
+        last = p;
+        ++reports;
+    };
+    const SimResult lockstep = simulate(f.p.program, f.p.costs, f.links, f.planner, {}, options);
+    CHECK(lockstep.events == 14);  // the run formed (see above)
+    CHECK(reports == 1);           // too short for a report on the way: the end's only
+    CHECK(last.ops_total == 4 * f.p.program.op_lists[0].ops.size());
+    CHECK(last.ops_done == last.ops_total);
+    CHECK(last.now == lockstep.makespan);
+}
+
 TEST_CASE("a stream outside the run starts when the op it waits for ends, not when the run ends",
           "[sim][lockstep]") {
     const Time us = microseconds(1.0);
