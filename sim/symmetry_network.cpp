@@ -217,11 +217,29 @@ TransferRequest image_request(const Program& program, const TransferRequest& q, 
     return image;
 }
 
-// Whether generator `i` of `symmetry` passes for every request, growing its link map.
+// The requests in the order the generators are checked on them: groups of more ranks first, in
+// their given order otherwise. A generator that fails, fails on the network, and the largest groups
+// (data-parallel rings across the cluster) cross the most of it: on 65,536 GPUs with leaves that
+// split nodes, 13 of 15 generators failed on the first data-parallel group, after matching the
+// routes of every tensor-parallel group listed before it (0.8 s of the proof). A generator that
+// passes is checked on every request whatever the order; its link map is forced on every link a
+// plan uses (LinkMap::cover), and only those links reach the quotient, so the order changes the
+// time, not the result.
+std::vector<std::uint32_t> largest_groups_first(const Program& program, std::span<const TransferRequest> requests) {
+    std::vector<std::uint32_t> order(requests.size());
+    std::iota(order.begin(), order.end(), 0U);
+    const auto size = [&](std::uint32_t k) { return program.groups[requests[k].group].ranks.size(); };
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return size(x) > size(y); });
+    return order;
+}
+
+// Whether generator `i` of `symmetry` passes for every request (taken in `order`), growing its
+// link map.
 bool check_generator(const Program& program, const ProgramSymmetry& symmetry, std::size_t i,
-                     std::span<const TransferRequest> requests, LinkMap& pi, TransferPlanner& planner,
-                     PlanComparer& compare) {
-    for (const TransferRequest& q : requests) {
+                     std::span<const TransferRequest> requests, std::span<const std::uint32_t> order, LinkMap& pi,
+                     TransferPlanner& planner, PlanComparer& compare) {
+    for (const std::uint32_t k : order) {
+        const TransferRequest& q = requests[k];
         const std::uint32_t image_group = symmetry.group_maps[i][q.group];
         if (image_group == kNoGroup) return false;
         const TransferPlan& plan = planner.plan(q);
@@ -241,9 +259,10 @@ NetworkSymmetry network_symmetry(const Program& program, const ProgramSymmetry& 
     NetworkSymmetry net;
     std::vector<LinkMap> maps;
     PlanComparer compare;
+    const std::vector<std::uint32_t> order = largest_groups_first(program, requests);
     for (std::size_t i = 0; i < symmetry.generators.size(); ++i) {
         LinkMap pi(symmetry.generators[i], links, planner);
-        if (!check_generator(program, symmetry, i, requests, pi, planner, compare)) continue;
+        if (!check_generator(program, symmetry, i, requests, order, pi, planner, compare)) continue;
         net.accepted.push_back(i);
         maps.push_back(std::move(pi));
     }
