@@ -221,7 +221,7 @@ TransferRequest image_request(const Program& program, const TransferRequest& q, 
 // their given order otherwise. A generator that fails, fails on the network, and the largest groups
 // (data-parallel rings across the cluster) cross the most of it: on 65,536 GPUs with leaves that
 // split nodes, 13 of 15 generators failed on the first data-parallel group, after matching the
-// routes of every tensor-parallel group listed before it (0.8 s of the proof). A generator that
+// routes of every tensor-parallel group listed before it (0.9 s of the proof). A generator that
 // passes is checked on every request whatever the order; its link map is forced on every link a
 // plan uses (LinkMap::cover), and only those links reach the quotient, so the order changes the
 // time, not the result.
