@@ -242,9 +242,9 @@ void check_activation_offload(const Checker& c, const Scenario& sc) {
 // them as its GEMMs' operands, not modelled with it); layernorm where some norm is a module of its
 // own (LayerDims::separate_norm1/2: Transformer Engine fuses the others into the next GEMM, and
 // Megatron-Core then has nothing to recompute); moe_act and moe in a mixture-of-experts model,
-// shared_experts in one with shared experts; mlp
-// in a dense layer whose norm Transformer Engine fuses into FC1. The modules' tensors are modelled in
-// the 1d layer program (2d, 3d and atp keep their own activations).
+// shared_experts in one with shared experts; mlp in a dense layer whose norm Transformer Engine
+// fuses into FC1. The modules' tensors are modelled in the 1d layer program (2d, 3d and atp keep
+// their own activations).
 void check_recompute_modules(const Checker& c, const Scenario& sc) {
     const std::string key = "parallel.recompute_modules";
     const ParallelPlan::RecomputeModules& m = sc.parallel.recompute_modules;

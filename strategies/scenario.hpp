@@ -214,7 +214,7 @@ struct ParallelPlan {
     // layernorm (the norms that are modules of their own, not fused into the next GEMM: their
     // outputs written again from their kept inputs), moe_act (the experts' activation: its
     // output written again from the kept FC1 output before expert FC2's backward), mlp (a
-    // dense layer's MLP checkpointed: its forward run again from its input before its backward)
+    // dense layer's MLP checkpointed: its forward run again from its input before its backward),
     // moe (a mixture-of-experts layer's MLP checkpointed the same way, its all-to-alls with it) and
     // shared_experts (the shared experts' MLP checkpointed, inside moe's checkpoint when both).
     struct RecomputeModules {

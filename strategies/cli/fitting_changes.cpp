@@ -20,8 +20,8 @@ using Sets = std::vector<std::string>;
 // Megatron-Core's recompute modules that drop outputs this model has, beside core_attn: latent
 // attention's up-projections, the norms that are modules of their own, the experts' activation.
 // (The mlp, moe and shared_experts modules are not offered: they run the MLP's GEMMs, and moe its
-// all-to-alls, again in every layer, and stage-aware, which recomputes whole layers only where memory needs
-// it, fits whenever they would.)
+// all-to-alls, again in every layer, and stage-aware, which recomputes whole layers only where
+// memory needs it, fits whenever they would.)
 std::string fine_grained_modules(const ModelSpec& m) {
     std::string modules = "core_attn";
     if (m.mla()) modules += ",mla_up_proj";

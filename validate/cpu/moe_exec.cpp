@@ -106,8 +106,9 @@ void RankRunner::moe_forward(MoeOp op, const OpTag& tag, Phase phase, const sim:
     if (phase == Phase::Forward && o.memory_alloc.value == 0.0)
         for (Field f : saved_by(op)) unkept_[key].push_back(f);
     // Expert FC2's forward releasing memory is the moe_act module's: the activation output it read
-    // is not kept, and the backward must write it again before FC2's weight gradient reads it.
-    if (phase == Phase::Forward && op == MoeOp::ExpertFc2 && o.memory_free.value > 0.0)
+    // is not kept, and the backward must write it again before FC2's weight gradient reads it. So
+    // does the moe module's recomputation of the forward under moe_act.
+    if (phase != Phase::Backward && op == MoeOp::ExpertFc2 && o.memory_free.value > 0.0)
         unkept_[key].push_back(Field::ExpertG);
     // The copies the permutation sends, by expert: their experts, and this rank as their origin.
     const auto sent = [&](std::vector<int>& experts, std::vector<int>& origins) {
@@ -144,12 +145,9 @@ void RankRunner::moe_forward(MoeOp op, const OpTag& tag, Phase phase, const sim:
         case MoeOp::ExpertAct: set(Field::ExpertG, gelu(need(c, Field::ExpertA))); break;
         case MoeOp::ExpertFc2:
             c[Field::MoeBack] = tagged(expert_fc2(need(c, Field::ExpertG), r.experts, expert_slice(w)), r.experts, r.origins);
-            // The moe module's checkpointed forward under moe_act releases the activation output
-            // as the forward would: the backward must write it again before FC2's reads it.
-            if (phase == Phase::Recompute && o.memory_free.value > 0.0) {
-                shadow_[{key, Field::ExpertG}] = std::move(c.at(Field::ExpertG));
-                c.erase(Field::ExpertG);
-            }
+            // A forward drops what it does not keep at the layer's end; a recomputation has no end
+            // of its own, and drops it here.
+            if (phase == Phase::Recompute) drop_unkept(key);
             break;
         case MoeOp::Unpermute: {
             Copies back = untag(need(c, Field::MoeBack));
