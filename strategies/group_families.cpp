@@ -33,8 +33,18 @@ std::vector<GroupFamily> group_families(const Layout& l, bool parameter_gathers,
         add(slot::kExpertTensor, experts, {axis::kExpertTensor}, &Labels::group_etp);
         add(slot::kExpertData, experts, {axis::kExpertData}, &Labels::group_edp);
         // ZeRO-3's gathers of the experts' shards, on the parameter-gather stream: a copy of the
-        // expert-data groups of their own, as for the shard groups above.
-        if (expert_gathers) add(slot::kExpertDataGather, experts, {axis::kExpertData}, &Labels::group_edp);
+        // expert shard groups of their own, as for the shard groups above. Without hybrid
+        // sharding an expert shard group is a whole expert-data group.
+        if (expert_gathers || l.hybrid_sharding()) {
+            const RankGrid sharding = l.expert_shard_grid();
+            if (expert_gathers)
+                add(slot::kExpertDataGather, sharding, {axis::kExpertShard},
+                    l.hybrid_sharding() ? &Labels::group_expert_shard : &Labels::group_edp);
+            if (l.hybrid_sharding()) {
+                add(slot::kExpertShard, sharding, {axis::kExpertShard}, &Labels::group_expert_shard);
+                add(slot::kExpertReplica, sharding, {axis::kExpertReplica}, &Labels::group_expert_replica);
+            }
+        }
     }
     // Axis groups only when the layers use them (2d, 3d, atp); else the slots alias the tensor group.
     if (l.multi_axis_mesh()) {

@@ -56,10 +56,16 @@ inline constexpr bool way_back(std::uint16_t s) {
 inline constexpr std::uint16_t kExpert = 18;
 inline constexpr std::uint16_t kExpertTensor = 19;
 inline constexpr std::uint16_t kExpertData = 20;
-// ZeRO-3's all-gathers of the routed experts' shards: the expert-data group in a copy of its own,
-// as kShardGather is of the shard group. Aliases kTensor otherwise.
+// ZeRO-3's all-gathers of the routed experts' shards: the expert shard group (the expert-data
+// group, or under hybrid sharding its ranks inside one shard group) in a copy of its own, as
+// kShardGather is of the shard group. Aliases kTensor otherwise.
 inline constexpr std::uint16_t kExpertDataGather = 21;
-inline constexpr int kCount = 22;
+// ZeRO-3 hybrid sharding of the routed experts (Layout::expert_shard_size): the expert-data ranks
+// an expert's state is sharded over, and the ranks holding the same expert shard in the other
+// copies. Alias kTensor without hybrid sharding (the expert-data group reduce-scatters then).
+inline constexpr std::uint16_t kExpertShard = 22;
+inline constexpr std::uint16_t kExpertReplica = 23;
+inline constexpr int kCount = 24;
 
 inline constexpr std::uint16_t tensor_axis(int axis) {
     return static_cast<std::uint16_t>(kTensorAxis0 + axis);

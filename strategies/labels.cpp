@@ -144,6 +144,9 @@ Labels intern_labels(sim::Program& p) {
     l.fsdp_expert_reduce_scatter = p.intern("B.fsdp.expert_reducescatter");
     l.act_offload = p.intern("F.offload.activations");
     l.act_reload = p.intern("B.reload.activations");
+    l.fsdp_expert_replica_allreduce = p.intern("fsdp.expert_replica_allreduce");
+    l.group_expert_shard = p.intern("edp.shard");
+    l.group_expert_replica = p.intern("edp.replica");
     return l;
 }
 

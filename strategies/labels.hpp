@@ -100,6 +100,9 @@ struct Labels {
     // Activation offloading: a layer's stored activations copied to host memory after its
     // forward, and back before its backward.
     std::uint32_t act_offload = 0, act_reload = 0;
+    // ZeRO-3 hybrid sharding of the routed experts: the all-reduce of an expert layer's gradient
+    // shard between the copies after its last backward, and the two groups' names.
+    std::uint32_t fsdp_expert_replica_allreduce = 0, group_expert_shard = 0, group_expert_replica = 0;
 };
 
 enum class Phase : std::uint8_t { Forward = 0, Recompute = 1, Backward = 2 };

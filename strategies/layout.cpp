@@ -24,6 +24,12 @@ RankGrid Layout::expert_grid() const {
                           {{axis::kExpertTensor, expert_tensor}, {axis::kExpert, expert}, {axis::kExpertData, expert_data()}});
 }
 
+RankGrid Layout::expert_shard_grid() const {
+    const int shard = expert_shard_size();
+    return expert_grid().resplit(axis::kExpertData, axis::kExpertData,
+                                 {{axis::kExpertShard, shard}, {axis::kExpertReplica, expert_data() / shard}});
+}
+
 RankGrid Layout::mesh_grid() const {
     return grid().resplit(axis::kTensor, axis::kTensor,
                           {{axis::kMesh0, tensor_mesh[0]}, {axis::kMesh1, tensor_mesh[1]}, {axis::kMesh2, tensor_mesh[2]}});

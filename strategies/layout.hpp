@@ -68,10 +68,19 @@ struct Layout {
     // The same ranks with a stage's tensor x context x data regrouped as expert_tensor x expert x
     // expert_data (Megatron-Core's expert groups, carved from the data axis).
     RankGrid expert_grid() const;
+    // expert_grid() with its expert-data axis split into the expert shard (expert_shard_size()
+    // consecutive indices) x its copies.
+    RankGrid expert_shard_grid() const;
     // The same ranks with the tensor axis split into its mesh axes mesh0, mesh1, mesh2.
     RankGrid mesh_grid() const;
     // Ranks of the expert-data group: the replicas of each expert's weights in a stage.
     int expert_data() const { return tensor * data / (expert * expert_tensor); }
+    // The expert-data ranks ZeRO shards each routed expert over: those inside one shard group's
+    // tensor x shard_size() ranks (hybrid sharding: each copy of the dense state holds a whole
+    // copy of the experts too, as Megatron-Core's FSDP with several optimizer instances does),
+    // else the whole expert-data group. validate_plan checks that expert x expert_tensor divides
+    // tensor x shard_size().
+    int expert_shard_size() const { return tensor * shard_size() / (expert * expert_tensor); }
     int data_parallel() const { return data / context; }  // ranks that take different sequences
     int context_of(int dp) const { return dp % context; }  // position in the context group
     int shard_size() const { return data_shard > 0 ? data_shard : data; }

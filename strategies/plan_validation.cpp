@@ -353,13 +353,23 @@ void check_experts(const Checker& c, const Scenario& sc, int replicas) {
               "mixture-of-experts layers are modelled with 1d tensor parallelism (got " + to_string(p.tensor_mode) + ")");
     c.require(p.overlap_chunks == 1, "parallel.overlap_chunks",
               "sub-batches (overlap_chunks > 1) are not modelled for mixture-of-experts layers");
-    // ZeRO-3 shards the routed experts over the expert-data group (experts_fully_sharded); hybrid
-    // sharding would need the experts' own shard and copy groups, which are not modelled.
+    // ZeRO-3 shards the routed experts over the expert-data group (experts_fully_sharded); under
+    // hybrid sharding over the expert-data ranks among one shard group's tensor x shard_group
+    // ranks (Layout::expert_shard_size), which must then hold whole expert groups and at least
+    // two copies of each expert (one copy would leave nothing to shard: the expert would be
+    // replicated in every shard group, which is not modelled).
     const int sg = p.shard_group;
-    c.require(p.zero_stage < 3 || sg == 0 || sg == replicas, "parallel.shard_group",
-              "hybrid sharding (a shard group smaller than " + to_string(replicas) +
-                  ") is not modelled for mixture-of-experts models (the experts' own shard and copy groups); "
-                  "leave it unset or set it to " + to_string(replicas));
+    if (p.zero_stage == 3 && sg > 0 && sg < replicas && replicas % sg == 0) {
+        const std::int64_t instance = std::int64_t{t} * sg;
+        const std::string shard_ranks = "tensor*shard_group = " + to_string(instance);
+        c.require(instance % (std::int64_t{ep} * etp) == 0, "parallel.shard_group",
+                  "expert*expert_tensor = " + to_string(ep * etp) + " must divide " + shard_ranks +
+                      ": hybrid sharding shards each routed expert over the expert-data ranks of one shard group");
+        c.require(instance >= 2 * std::int64_t{ep} * etp, "parallel.shard_group",
+                  shard_ranks + " holds one copy of each routed expert (expert*expert_tensor = " + to_string(ep * etp) +
+                      "): hybrid sharding of the experts needs at least two, so shard_group must be at least " +
+                      to_string((2 * ep * etp + t - 1) / t));
+    }
 }
 
 void check_pipeline(const Checker& c, const Scenario& sc, int micro_batches) {

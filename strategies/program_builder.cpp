@@ -184,7 +184,7 @@ ResidentMemory stage_resident_memory(const Scenario& sc, const Layout& l, int st
     const StateBytesPerParam per_param =
         sharded_state_bytes_per_param(sc.training, sc.parallel.zero_stage, l.shard_size());
     const StateBytesPerParam per_expert_param =
-        sharded_state_bytes_per_param(sc.training, sc.parallel.zero_stage, l.expert_data());
+        sharded_state_bytes_per_param(sc.training, sc.parallel.zero_stage, l.expert_shard_size());
     const GatherBuffers g = gather_buffers(sc, l, stage);
     ResidentMemory r;
     r.weights_bytes = params.dense * per_param.weight + params.expert * per_expert_param.weight + g.weights;

@@ -28,6 +28,10 @@ inline constexpr std::string_view kExpert = "expert";
 inline constexpr std::string_view kExpertData = "expert_data";
 inline constexpr std::string_view kShard = "shard";      // ZeRO-3: ranks one copy of the state is sharded over
 inline constexpr std::string_view kReplica = "replica";  // ZeRO-3: the copies
+// ZeRO-3 hybrid sharding of the routed experts: the expert-data ranks inside one shard group's
+// tensor x shard ranks, and the copies of that group.
+inline constexpr std::string_view kExpertShard = "expert_shard";
+inline constexpr std::string_view kExpertReplica = "expert_replica";
 inline constexpr std::string_view kMesh0 = "mesh0";      // the tensor group's mesh axes (Layout::tensor_mesh)
 inline constexpr std::string_view kMesh1 = "mesh1";
 inline constexpr std::string_view kMesh2 = "mesh2";

@@ -168,7 +168,8 @@ private:
     // backward, every micro-batch (the full gradient is not kept between micro-batches, FSDP's
     // default with gradient accumulation); under hybrid sharding the accumulated shard is then
     // all-reduced between the copies after the last micro-batch. The routed experts' gradient
-    // (`experts`, when they are sharded) is reduce-scattered over the expert-data group after it.
+    // (`experts`, when they are sharded) is reduce-scattered over the expert-data group after it
+    // (under hybrid sharding over the expert shard group, then all-reduced between its copies).
     void reduce_unit(const PipelineStep& st, int unit, double params, double experts, bool final_pass) {
         const bool dense = fully_sharded() && params > 0.0, expert = experts_sharded() && experts > 0.0;
         if (!dense && !expert) return;
@@ -188,8 +189,15 @@ private:
             if (final_pass) reductions_.push_back(done);
         }
         if (expert) {
-            const std::uint32_t done = reduce_scatter(labels_.fsdp_expert_reduce_scatter,
-                                                      experts * plan_.grad_bytes_per_param, slot::kExpertData);
+            const double bytes = experts * plan_.grad_bytes_per_param;
+            const bool hybrid = l_.hybrid_sharding();
+            std::uint32_t done = reduce_scatter(labels_.fsdp_expert_reduce_scatter, bytes,
+                                                hybrid ? slot::kExpertShard : slot::kExpertData);
+            if (final_pass && hybrid)
+                done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_expert_replica_allreduce,
+                                       bytes / l_.expert_shard_size(), stream::kDataComm, slot::kExpertReplica,
+                                       comm_class::kData),
+                               done);
             if (final_pass) reductions_.push_back(done);
         }
         e_.set_context(saved);
@@ -521,7 +529,7 @@ private:
         return p;
     }
     bool expert_data_parallel() const { return plan_.layer.dims.moe && l_.expert_data() > 1; }
-    int expert_state_shards() const { return plan_.zero_stage >= 1 ? l_.expert_data() : 1; }
+    int expert_state_shards() const { return plan_.zero_stage >= 1 ? l_.expert_shard_size() : 1; }
 
     // The routed experts' gradients over the expert-data group, as reduce_gradients does the rest.
     void reduce_expert_gradients(double params, std::uint32_t after) {

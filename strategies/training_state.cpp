@@ -115,7 +115,7 @@ StageParameters stage_parameter_split(const ModelSpec& m, const Layout& l, int s
 
 Bytes resident_state_bytes(const StageParameters& params, const Layout& l, const TrainingSpec& t, int zero_stage, int data) {
     return resident_state_bytes(params.dense, t, zero_stage, data) +
-           resident_state_bytes(params.expert, t, zero_stage, l.expert_data());
+           resident_state_bytes(params.expert, t, zero_stage, l.expert_shard_size());
 }
 
 StateBytesPerParam sharded_state_bytes_per_param(sim::Precision p, int zero_stage, int data) {

@@ -82,7 +82,9 @@ inline bool fully_sharded(int zero_stage, const Layout& l) { return zero_stage =
 // expert layer's routed experts (the rank's experts/ep, each split etp ways) are sharded over the
 // expert-data group, gathered over it per unit and reduce-scattered over it per unit, as the rest
 // of the layer is over the shard group (Megatron-FSDP and torchtitan's FSDP2 shard the experts
-// over the expert-data dimension).
+// over the expert-data dimension). Under hybrid sharding over the expert-data ranks of one shard
+// group (Layout::expert_shard_size, at least 2 by validate_plan), the copies all-reducing the
+// shard after the last backward as the dense part's copies do.
 inline bool experts_fully_sharded(int zero_stage, const Layout& l) {
     return zero_stage == 3 && l.experts && l.expert_data() > 1;
 }

@@ -171,6 +171,10 @@ nlohmann::ordered_json plan_json(const Scenario& s) {
         plan["expert"] = p.expert;
         plan["expert_tensor"] = p.expert_tensor;
         plan["expert_data"] = ranks / std::max(1, p.expert * p.expert_tensor);
+        // The expert-data ranks ZeRO shards the experts' state over: those of one shard group
+        // under hybrid sharding, else all of them.
+        const int sharded = p.shard_group > 0 ? p.tensor * p.shard_group : ranks;
+        plan["expert_shard_group"] = sharded / std::max(1, p.expert * p.expert_tensor);
     }
     return plan;
 }

@@ -409,8 +409,10 @@ constexpr auto kKeys = std::to_array<KeyDef>({
      "0..3", "ZeRO sharding of optimizer state (1), gradients (2), weights (3); experts over the expert-data group",
      [](Scenario& s, V v, W w, C) { s.stack.zero_stage = int_between(v, w, 0, 3); apply_framework(s); }},
     {"parallel.shard_group", "integer", "GPUs", "data * context (full sharding)",
-     ">= 1, divides data * context, a multiple of context; zero_stage 3, no experts",
-     "ZeRO-3 hybrid sharding: data x context ranks one copy of the state is sharded over; copies all-reduce gradients",
+     ">= 1, divides data * context, a multiple of context; zero_stage 3; with experts, expert * expert_tensor divides "
+     "tensor * shard_group and is at most half of it",
+     "ZeRO-3 hybrid sharding: data x context ranks one copy of the state is sharded over (routed experts over the "
+     "expert-data ranks among them); copies all-reduce gradients",
      [](Scenario& s, V v, W w, C) { s.parallel.shard_group = int_at_least(v, w, 1); }},
     {"parallel.dp_overlap", "boolean", "", "from training.framework (megatron-core: true; megatron-2021: false)",
      "true | false", "overlap gradient reduction (and the ZeRO parameter all-gather) with compute",

@@ -97,8 +97,13 @@ void write_setup(std::ostream& out, const Scenario& s) {
                p.dp_overlap ? "on" : "off");
     if (m.moe()) {
         const int ranks = p.tensor * p.context * effective_data_parallel(s);
-        fmt::print(out, "          experts: ep{} etp{} (expert {} x expert tensor {} x expert data {})\n", p.expert,
-                   p.expert_tensor, p.expert, p.expert_tensor, ranks / std::max(1, p.expert * p.expert_tensor));
+        const int per_expert = std::max(1, p.expert * p.expert_tensor);
+        const bool hybrid = p.zero_stage == 3 && p.shard_group > 0 && p.shard_group < effective_data_parallel(s) * p.context;
+        fmt::print(out, "          experts: ep{} etp{} (expert {} x expert tensor {} x expert data {}){}\n", p.expert,
+                   p.expert_tensor, p.expert, p.expert_tensor, ranks / per_expert,
+                   hybrid ? fmt::format(", ZeRO 3 over the {} expert-data ranks of each shard group",
+                                        p.tensor * p.shard_group / per_expert)
+                          : "");
     }
     const bool fp8 = s.training.precision == sim::Precision::Fp8;
     const auto& grads = s.training.grad_precision;

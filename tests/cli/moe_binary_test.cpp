@@ -61,6 +61,17 @@ TEST_CASE("cuboid run: a mixture of experts with expert parallelism reports its 
     CHECK(plan.at("expert") == 2);
     CHECK(plan.at("expert_tensor") == 2);
     CHECK(plan.at("expert_data") == 2);
+    CHECK(plan.at("expert_shard_group") == 2);  // no hybrid sharding: the expert-data group
+    // ZeRO-3 hybrid sharding over pairs of data ranks: 4 ranks per shard group, each expert
+    // sharded over the 2 expert-data ranks among them, the other 2 of its expert-data group copies.
+    const Outcome h = run_cuboid("run '" + mixtral("  expert: 2\n  zero_stage: 3\n  shard_group: 2\n") + "' --json -");
+    INFO(h.err);
+    REQUIRE(h.code == 0);
+    const json hybrid = json::parse(h.out).at("plan");
+    CHECK(hybrid.at("expert_data") == 4);
+    CHECK(hybrid.at("expert_shard_group") == 2);
+    const Outcome text = run_cuboid("run '" + mixtral("  expert: 2\n  zero_stage: 3\n  shard_group: 2\n") + "'");
+    CHECK(has(text.out, "expert data 4), ZeRO 3 over the 2 expert-data ranks of each shard group"));
     // A dense model's plan has no expert fields.
     const Outcome dense = run_cuboid(
         "run '" + write_file("dense.yaml", "model: {preset: gpt-1.7b}\ncluster: {gpu: h100-sxm-80gb, gpus_per_node: 8}\n"

@@ -329,10 +329,16 @@ TEST_CASE("expert parallelism: plans it cannot run are refused at their key") {
     Scenario no_sp = moe_plan(2, 1, 4, 4, 1);
     no_sp.parallel.sequence_parallel = false;
     refused(no_sp, "parallel.sequence_parallel", "sequence parallelism");
+    // Hybrid sharding shards each expert over the expert-data ranks of one shard group: 4 ranks
+    // per shard group hold one copy of the 4-way expert group, nothing to shard.
     Scenario hybrid = moe_plan(1, 1, 8, 4, 1);
     hybrid.parallel.zero_stage = 3;
-    hybrid.parallel.shard_group = 4;  // ZeRO-3 is modelled for experts, hybrid sharding of them is not
-    refused(hybrid, "parallel.shard_group", "hybrid sharding");
+    hybrid.parallel.shard_group = 4;
+    refused(hybrid, "parallel.shard_group", "needs at least two, so shard_group must be at least 8");
+    Scenario uneven = moe_plan(1, 1, 12, 4, 1);  // a shard group of 6 cuts an expert group of 4
+    uneven.parallel.zero_stage = 3;
+    uneven.parallel.shard_group = 6;
+    refused(uneven, "parallel.shard_group", "expert*expert_tensor = 4 must divide tensor*shard_group = 6");
     Scenario topk = moe_plan(1, 1, 8, 4, 1);
     topk.model.experts_per_token = 9;
     refused(topk, "model.experts_per_token", "at most the 8 experts");

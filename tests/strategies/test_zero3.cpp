@@ -3,6 +3,7 @@
 // simulation give the same answer as the full run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -111,6 +112,55 @@ TEST_CASE("ZeRO 3 of an expert model: dense parts over the shard group, routed e
     CHECK(got.count("F.fsdp.allgather") == 1);
 }
 
+TEST_CASE("ZeRO 3 hybrid sharding of an expert model: routed experts sharded inside each shard group") {
+    // 8 data ranks, shard groups of 4, expert degree 2: each shard group holds 2 copies of each
+    // expert (its expert shard group), and the 2 shard groups are copies of each other.
+    Scenario sc = zero3_experts(2, 8, 2);
+    sc.parallel.shard_group = 4;
+    const Layout l = validate_plan(sc);
+    REQUIRE(l.expert_data() == 4);
+    REQUIRE(l.expert_shard_size() == 2);
+    const sim::Program prog = build_program(sc, l);
+    const StateBytesPerParam state = state_bytes_per_param(sc.training.precision);
+    for (int stage = 0; stage < 2; ++stage) {
+        const StageParameters params = stage_parameter_split(sc.model, l, stage);
+        const auto got = bytes_by_label(prog, static_cast<std::size_t>(stage));
+        INFO("stage " << stage);
+        CHECK(got.at("F.fsdp.expert_allgather") == Approx(kMicro * params.expert * state.weight));
+        CHECK(got.at("B.fsdp.expert_reducescatter") == Approx(kMicro * params.expert * state.grad));
+        // The accumulated shard (1/2 of the experts' gradient) all-reduced once with its copy.
+        CHECK(got.at("fsdp.expert_replica_allreduce") == Approx(params.expert * state.grad / 2));
+        CHECK(got.at("fsdp.replica_allreduce") == Approx(params.dense * state.grad / 4));
+    }
+    for (std::uint32_t r = 0; r < prog.ranks.size(); ++r) {
+        const auto members = [&](std::uint16_t slot) { return prog.groups[prog.ranks[r].groups[slot]].ranks; };
+        const auto shard = members(slot::kExpertShard), copies = members(slot::kExpertReplica);
+        const auto experts = members(slot::kExpertData);
+        INFO("rank " << r);
+        REQUIRE(shard.size() == 2);
+        REQUIRE(copies.size() == 2);
+        CHECK(members(slot::kExpertDataGather) == shard);
+        // Both inside the rank's expert-data group; the shard inside its own shard group (data
+        // ranks 0-3 or 4-7), the copies one in each.
+        for (std::uint32_t m : shard) CHECK(l.dp_of(m) / 4 == l.dp_of(r) / 4);
+        for (std::uint32_t m : copies) CHECK((m == r || l.dp_of(m) / 4 != l.dp_of(r) / 4));
+        for (const auto* g : {&shard, &copies})
+            for (std::uint32_t m : *g) CHECK(std::find(experts.begin(), experts.end(), m) != experts.end());
+    }
+    // The routed experts' state divided by the expert shard group (2), not the expert-data group (4).
+    const StageParameters params = stage_parameter_split(sc.model, l, 0);
+    const StateBytesPerParam dense = sharded_state_bytes_per_param(sc.training, 3, 4);
+    const StateBytesPerParam expert = sharded_state_bytes_per_param(sc.training, 3, 2);
+    const ResidentMemory hybrid = stage_resident_memory(sc, l, 0);
+    Scenario whole = sc;
+    whole.parallel.shard_group = 0;
+    const ResidentMemory full = stage_resident_memory(whole, validate_plan(whole), 0);
+    CHECK(hybrid.optimizer_state_bytes == Approx(params.dense * dense.optimizer + params.expert * expert.optimizer));
+    CHECK(hybrid.optimizer_state_bytes - full.optimizer_state_bytes ==
+          Approx(params.dense * (dense.optimizer - sharded_state_bytes_per_param(sc.training, 3, 8).optimizer) +
+                 params.expert * (expert.optimizer - sharded_state_bytes_per_param(sc.training, 3, 4).optimizer)));
+}
+
 TEST_CASE("ZeRO 3 hybrid sharding: shard groups of consecutive data ranks, copies across them") {
     const Scenario sc = zero3(1, 8, 4);
     const Layout l = validate_plan(sc);
@@ -158,31 +208,31 @@ TEST_CASE("ZeRO 3 memory of an expert model: experts divided by the expert-data 
     CHECK(r.optimizer_state_bytes == Approx(params.dense * state.optimizer / 4 + params.expert * state.optimizer / 2));
 }
 
-TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
-    const auto hardware = hw::Hardware::build(zero3(2, 4, 0).cluster, hw::Catalog::load_builtin());
-    for (int shard : {0, 2}) {
-        const Scenario sc = zero3(2, 4, shard);
-        RunOptions full;
-        full.hardware = hardware;
-        RunOptions folded = full;
-        folded.fold = true;
-        const RunResult a = run_scenario(sc, full), b = run_scenario(sc, folded);
-        INFO("shard group " << shard);
-        CHECK(b.sim_fold_factor > 1.0);  // the shard groups leave symmetry to fold
-        CHECK(a.iteration_time_s == b.iteration_time_s);
-        CHECK(a.fingerprint == b.fingerprint);
-        CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
-    }
-    const Scenario experts = zero3_experts(2, 4, 2);
+namespace {
+
+// The run of `sc` folded equals the full one, and folding found symmetry (the shard groups, and
+// the experts' shard and copy groups, leave some to fold).
+void check_folded_equals_full(const Scenario& sc) {
     RunOptions full;
-    full.hardware = hardware;
+    full.hardware = hw::Hardware::build(sc.cluster, hw::Catalog::load_builtin());
     RunOptions folded = full;
     folded.fold = true;
-    const RunResult a = run_scenario(experts, full), b = run_scenario(experts, folded);
+    const RunResult a = run_scenario(sc, full), b = run_scenario(sc, folded);
+    INFO("shard group " << sc.parallel.shard_group << " experts " << sc.model.experts);
     CHECK(b.sim_fold_factor > 1.0);
     CHECK(a.iteration_time_s == b.iteration_time_s);
     CHECK(a.fingerprint == b.fingerprint);
     CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO 3 runs: the folded simulation equals the full one") {
+    for (int shard : {0, 2}) check_folded_equals_full(zero3(2, 4, shard));
+    check_folded_equals_full(zero3_experts(2, 4, 2));
+    Scenario hybrid = zero3_experts(2, 8, 2);  // hybrid sharding of the experts
+    hybrid.parallel.shard_group = 4;
+    check_folded_equals_full(hybrid);
 }
 
 // The simulator matches the k-th collective of a group across its members whatever the order in
@@ -193,6 +243,9 @@ TEST_CASE("every group carries the communication of one stream only") {
     std::vector<Scenario> plans;
     for (int shard : {0, 2, 4}) plans.push_back(zero3(2, 8, shard));
     plans.push_back(zero3_experts(2, 4, 2));  // the experts' gathers and reduce-scatters too
+    Scenario hybrid_experts = zero3_experts(2, 8, 2);  // and their copies' all-reduce
+    hybrid_experts.parallel.shard_group = 4;
+    plans.push_back(hybrid_experts);
     for (int zero : {0, 1}) {
         Scenario sc = test::tiny_scenario(2, 2, 2, kMicro, 4);
         sc.parallel.zero_stage = zero;

@@ -399,6 +399,45 @@ TEST_CASE("ZeRO-3 shards the routed experts over the expert-data group", "[cpu_e
     check_moe(h1);
 }
 
+// Hybrid sharding of an expert model: each shard group of data ranks holds a whole copy of the
+// state, its routed experts sharded over the expert-data ranks inside it (Layout::expert_shard_size),
+// and each part's gradient shard is all-reduced with the other shard groups' copy after the last
+// backward. 8 data ranks, shard groups of 4, expert degree 2: expert shards of 2, 2 copies.
+MoeCase hybrid_experts() {
+    MoeCase m = expert_parallel(2, 8);
+    m.base.zero = 3;
+    m.base.shard_group = 4;
+    m.shared = 1;
+    m.dense_layers = 1;
+    return m;
+}
+
+TEST_CASE("ZeRO-3 hybrid sharding shards the routed experts inside each shard group", "[cpu_executor][moe]") {
+    check_moe(hybrid_experts());
+    // With tensor and sequence parallelism and expert tensor parallelism: t 2 x shard group 2 =
+    // 4 ranks per copy, expert x expert_tensor = 2, so 2 expert shards; pipelined with 2 copies.
+    MoeCase tp{Case{2, 2, 4, Schedule::OneFOneB, Recompute::None, true}};
+    tp.base.zero = 3;
+    tp.base.shard_group = 2;
+    tp.etp = 2;
+    check_moe(tp);
+}
+
+TEST_CASE("ZeRO-3 hybrid sharding of the experts fails the check without any one of its collectives",
+          "[cpu_executor][moe]") {
+    for (const auto& [label, error] :
+         {std::pair{"F.fsdp.expert_allgather", "routed experts of layer"},
+          std::pair{"B.fsdp.expert_allgather", "routed experts of layer"},
+          std::pair{"B.fsdp.expert_reducescatter", "before the copies' all-reduce"},
+          std::pair{"fsdp.expert_replica_allreduce", "or never all-reduced between the copies"},
+          std::pair{"fsdp.replica_allreduce", "or never all-reduced between the copies"}}) {
+        const Outcome o = without(hybrid_experts(), 0, label);
+        INFO("without " << label << ": " << o.run.error);
+        REQUIRE_FALSE(o.run.ok());
+        CHECK(o.run.error.find(error) != std::string::npos);
+    }
+}
+
 TEST_CASE("ZeRO-3 of the experts fails the check without an expert gather or reduce-scatter", "[cpu_executor][moe]") {
     MoeCase m = expert_parallel(2, 4);
     m.base.zero = 3;

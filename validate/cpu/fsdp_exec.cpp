@@ -8,7 +8,9 @@
 // owned elements only and nothing is gathered after it: the next iteration's gathers do.
 // A mixture-of-experts layer's routed experts are sharded the same way over the expert-data group
 // (the ranks holding the same experts), with gathers and reduce-scatters of their own; the router
-// and shared experts belong to the layer's dense part.
+// and shared experts belong to the layer's dense part. Under hybrid sharding the experts are
+// sharded over the expert-data ranks of one shard group (Layout::expert_shard_size) and their
+// gradient shard all-reduced with the copies, as the dense part's is.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -44,10 +46,12 @@ void RankRunner::shard_weights() {
     if (!dense && !experts) return;
     const Layout& l = *ctx_.layout;
     fsdp_grads_ = zeros_like(out_.weights);
-    // The rank's place in its shard group and in its expert-data group (stage rank
-    // q = a + etp * (e + ep * f), strategies/group_slots.hpp).
+    // The rank's place in its shard group and in its expert shard group (stage rank
+    // q = a + etp * (e + ep * f), strategies/group_slots.hpp; f's first expert_shard_size()
+    // values are one shard group's).
     const auto shard_member = static_cast<std::size_t>(dp_ % l.shard_size());
-    const auto expert_member = static_cast<std::size_t>((tp_ + l.tensor * dp_) / (l.expert_tensor * l.expert));
+    const auto expert_member =
+        static_cast<std::size_t>((tp_ + l.tensor * dp_) / (l.expert_tensor * l.expert) % l.expert_shard_size());
     const auto shard = [&](int b, Part part, std::size_t member, int members) {
         const std::vector<int> one{b};
         const std::vector<double> owned = owned_elements(out_.owned, one, member, static_cast<std::size_t>(members), part);
@@ -59,7 +63,7 @@ void RankRunner::shard_weights() {
     };
     for (int b : out_.blocks) {
         if (dense) shard(b, Part::Dense, shard_member, l.shard_size());
-        if (experts && has_experts(b)) shard(b, Part::Experts, expert_member, l.expert_data());
+        if (experts && has_experts(b)) shard(b, Part::Experts, expert_member, l.expert_shard_size());
     }
 }
 
@@ -91,26 +95,27 @@ void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag, Part p
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = owned[i] > 0.5 ? acc[i] + sum[i] : std::numeric_limits<double>::quiet_NaN();
     unflatten(fsdp_grads_, one, acc, part);
     unflatten(out_.grads, one, std::vector<double>(acc.size(), 0.0), part);  // the next micro-batch starts from zero
-    if (part == Part::Experts) {
-        if (++fsdp_expert_reductions_[block] == ctx_.layout->micro_batches) expert_reduced_.insert(block);
-        return;
-    }
-    if (++fsdp_reductions_[block] == ctx_.layout->micro_batches && !ctx_.layout->hybrid_sharding())
-        reduced_blocks_.insert(block);
+    const bool experts = part == Part::Experts;
+    // Under hybrid sharding the shard is whole only after the copies' all-reduce.
+    if (++(experts ? fsdp_expert_reductions_ : fsdp_reductions_)[block] == ctx_.layout->micro_batches &&
+        !ctx_.layout->hybrid_sharding())
+        (experts ? expert_reduced_ : reduced_blocks_).insert(block);
 }
 
-void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag) {
+void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag, Part part) {
     const int block = block_of_unit(tag.layer);
-    if (fsdp_reductions_[block] != ctx_.layout->micro_batches)
-        throw std::runtime_error("gradient of " + block_name(block) + " reduce-scattered for " +
-                                 std::to_string(fsdp_reductions_[block]) + " of " +
+    const bool experts = part == Part::Experts;
+    const int reductions = (experts ? fsdp_expert_reductions_ : fsdp_reductions_)[block];
+    if (reductions != ctx_.layout->micro_batches)
+        throw std::runtime_error(std::string(experts ? "routed experts' gradient" : "gradient") + " of " +
+                                 block_name(block) + " reduce-scattered for " + std::to_string(reductions) + " of " +
                                  std::to_string(ctx_.layout->micro_batches) + " micro-batches before the copies' all-reduce");
     const std::vector<int> one{block};
     std::size_t member = 0;
-    const auto parts = exchange(op.group_slot, label(op), flatten(fsdp_grads_, one), &member);
+    const auto parts = exchange(op.group_slot, label(op), flatten(fsdp_grads_, one, part), &member);
     std::vector<double> sum = elementwise_sum(parts, "copies reduce different gradient shards");
-    unflatten(fsdp_grads_, one, sum);
-    reduced_blocks_.insert(block);
+    unflatten(fsdp_grads_, one, sum, part);
+    (experts ? expert_reduced_ : reduced_blocks_).insert(block);
 }
 
 void RankRunner::take_sharded_grads() {
@@ -125,7 +130,8 @@ void RankRunner::take_sharded_grads() {
         if (experts && has_experts(b) && expert_reduced_.count(b) == 0)
             throw std::runtime_error("routed experts' gradient of " + block_name(b) + " reduce-scattered for " +
                                      std::to_string(fsdp_expert_reductions_[b]) + " of " + std::to_string(m) +
-                                     " micro-batches");
+                                     " micro-batches" +
+                                     (ctx_.layout->hybrid_sharding() ? " or never all-reduced between the copies" : ""));
     }
     // The optimizer reads the accumulated shards of the sharded parts (an unsharded part keeps
     // the gradient its own reductions left).

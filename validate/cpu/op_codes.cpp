@@ -90,6 +90,7 @@ std::vector<OpCode> decode_labels(const sim::Program& program) {
     add(l.fsdp_expert_gather_f, {Family::FsdpExpertGather, Phase::Forward});
     add(l.fsdp_expert_gather_b, {Family::FsdpExpertGather, Phase::Backward});
     add(l.fsdp_expert_reduce_scatter, {Family::FsdpExpertReduceScatter});
+    add(l.fsdp_expert_replica_allreduce, {Family::FsdpExpertReplicaReduce});
     for (std::size_t k = 0; k < l.cast_f.size(); ++k)
         for (std::uint32_t label : {l.cast_f[k], l.cast_r[k], l.cast_b[k], l.transpose_b[k]})
             if (label != 0) table[scratch.labels[label]] = {Family::NumericallyInert};

@@ -25,8 +25,9 @@ enum class Family : std::uint8_t {
     // gradient reduce-scatter, the all-reduce of its gradient shard between hybrid copies.
     FsdpGather, FsdpReduceScatter, FsdpReplicaReduce,
     // ZeRO-3 of the routed experts: an expert layer's expert shards gathered over the expert-data
-    // group before its forward / backward, their gradient reduce-scattered over it.
-    FsdpExpertGather, FsdpExpertReduceScatter,
+    // group before its forward / backward, their gradient reduce-scattered over it, and under
+    // hybrid sharding the gradient shard all-reduced between the copies.
+    FsdpExpertGather, FsdpExpertReduceScatter, FsdpExpertReplicaReduce,
     // Passes that change no value of the executor's model, which computes in fp32 without a
     // rotary embedding, loss scaling or clipping: Transformer Engine's fp8 casts and transposes,
     // the rotary embedding kernel, the gradient norm, the unscale and the zeroing of gradients,

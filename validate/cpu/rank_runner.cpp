@@ -160,7 +160,8 @@ void RankRunner::execute(std::uint32_t index, const sim::Op& op, const OpCode& c
         case Family::FsdpReduceScatter: fsdp_reduce_scatter(op, tag, Part::Dense); return;
         case Family::FsdpExpertGather: fsdp_gather(op, tag, code.phase, Part::Experts); return;
         case Family::FsdpExpertReduceScatter: fsdp_reduce_scatter(op, tag, Part::Experts); return;
-        case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag); return;
+        case Family::FsdpReplicaReduce: fsdp_replica_reduce(op, tag, Part::Dense); return;
+        case Family::FsdpExpertReplicaReduce: fsdp_replica_reduce(op, tag, Part::Experts); return;
         case Family::ContextKernel: context_kernel(code, tag, op); break;
         case Family::ContextComm: context_comm(code, tag, op); return;
         case Family::MoeKernel:

@@ -233,7 +233,7 @@ private:
     void fsdp_gather(const sim::Op& op, const OpTag& tag, Phase phase, Part part);
     void require_gathered(int block, const OpTag& tag, Phase phase, Part part = Part::Dense);
     void fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag, Part part);
-    void fsdp_replica_reduce(const sim::Op& op, const OpTag& tag);
+    void fsdp_replica_reduce(const sim::Op& op, const OpTag& tag, Part part);
     void take_sharded_grads();
     Mat collective(const sim::Op& op, std::uint16_t slot, const Mat& in, const std::string& what);
     std::vector<Buffer> exchange(std::uint16_t slot, const std::string& key, Buffer data, std::size_t* member);
