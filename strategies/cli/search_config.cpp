@@ -72,6 +72,17 @@ std::string blank_lines(const std::string& text, int first, int last) {
     return out;
 }
 
+// A shard group of `search.shard_group`: `full` (0, all data x context ranks: the scenario key's
+// default) or a count of ranks.
+int shard_group_value(const std::string& text, const InputLocation& where) {
+    if (text == "full") return 0;
+    try {
+        return int_at_least(text, where, 1);
+    } catch (const InputError&) {
+        throw InputError(where, fmt::format("expected 'full' or an integer >= 1, got '{}'", text));
+    }
+}
+
 // The degree of the layout's axis of that name that the search chooses (search_space.hpp), if any.
 const DegreeAxis* degree_axis(const std::string& name) {
     for (const DegreeView* view : {&plan_degrees(), &expert_degrees()})
@@ -85,7 +96,7 @@ const DegreeAxis* degree_axis(const std::string& name) {
 std::vector<std::string> search_section_keys() {
     return {"tensor", "pipeline", "micro_batch", "schedule", "virtual_stages", "recompute", "tensor_mode",
             "overlap_chunks", "sequence_parallel", "zero_stage", "context", "context_mode", "expert", "expert_tensor",
-            "max_gpus"};
+            "shard_group", "max_gpus"};
 }
 
 void read_search_section(const YAML::Node& section, const std::string& file, const std::string& prefix,
@@ -102,6 +113,7 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
         else if (name == "virtual_stages") sp.virtual_stages = ints(v, w, 2);
         else if (name == "overlap_chunks") sp.overlap_chunks = ints(v, w, 1);
         else if (name == "zero_stage") sp.zero_stage = ints(v, w, 0);
+        else if (name == "shard_group") sp.shard_group = read_list<int>(v, w, shard_group_value);
         else if (name == "context_mode") sp.context_mode = names_of(v, w, parse_context_mode, context_mode_words());
         else if (name == "schedule") sp.schedule = names_of(v, w, parse_schedule, schedule_words());
         else if (name == "recompute") sp.recompute = names_of(v, w, parse_recompute, recompute_words());

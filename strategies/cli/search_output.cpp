@@ -69,6 +69,11 @@ std::string plan_text(const SweepResult& p, std::size_t i) {
     if (value(p, i, "parallel.overlap_chunks") != "1") s += " overlap" + value(p, i, "parallel.overlap_chunks");
     if (value(p, i, "parallel.sequence_parallel") == "true") s += " sp";
     s += " zero" + value(p, i, "parallel.zero_stage");
+    // Hybrid sharding: the shard group, where it is smaller than data x context.
+    if (const std::string* sg = find_value(p, i, "parallel.shard_group")) {
+        const long replicas = std::stol(value(p, i, "parallel.data")) * std::stol(c);
+        if (std::stol(*sg) < replicas) s += " shard" + *sg;
+    }
     // A mixture of experts: its expert degrees.
     if (const std::string* ep = find_value(p, i, "parallel.expert"))
         s += " ep" + *ep + " etp" + value(p, i, "parallel.expert_tensor");

@@ -39,6 +39,10 @@ struct Choice {
     int context;
     std::string context_mode;
     int expert = 0, expert_tensor = 0;  // 0: not a mixture of experts (no axes)
+    // The parallel.shard_group axis (hybrid sharding): absent when the search has none; else
+    // this point's shard group, 0 for all data x context ranks (written as that count).
+    bool shard_axis = false;
+    int shard_group = 0;
 
     SweepPoint point() const {
         SweepPoint p{std::to_string(tensor),         std::to_string(pipeline),   std::to_string(data),
@@ -50,6 +54,7 @@ struct Choice {
             p.push_back(std::to_string(expert));
             p.push_back(std::to_string(expert_tensor));
         }
+        if (shard_axis) p.push_back(std::to_string(shard_group > 0 ? shard_group : data * context));
         return p;
     }
 };
@@ -65,7 +70,13 @@ void add_tensor_settings(const SearchSpace& sp, Choice c, std::vector<SweepPoint
                     c.overlap_chunks = chunks;
                     c.sequence_parallel = seq;
                     c.zero_stage = zero;
-                    out.push_back(c.point());
+                    // Hybrid sharding shards ZeRO-3's state only: the other stages take one point.
+                    const int replicas = c.data * c.context;
+                    for (const int sg : zero == 3 && c.shard_axis ? sp.shard_group : std::vector<int>{0}) {
+                        if (sg > 0 && (sg >= replicas || replicas % sg != 0 || sg % c.context != 0)) continue;
+                        c.shard_group = sg;
+                        out.push_back(c.point());
+                    }
                 }
 }
 
@@ -172,6 +183,8 @@ SearchSpace full_search_space(const Scenario& base) {
         sp.expert = powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(base.model.experts, base.cluster.gpus())));
         sp.expert_tensor = {1, 2, 4, 8};
     }
+    sp.shard_group = {0};
+    for (int g = 2; g <= base.cluster.domain_gpus() && g < base.cluster.gpus(); g *= 2) sp.shard_group.push_back(g);
     return sp;
 }
 
@@ -189,10 +202,16 @@ SearchSpace default_search_space(const Scenario& base) {
     sp.context = base.model.seq_len >= kLongSequence ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
     sp.context_mode = {"ring"};
     if (base.model.moe()) sp.expert_tensor = {1};
+    sp.shard_group = {0};
     return sp;
 }
 
-SweepAxes search_axes(bool experts) {
+bool SearchSpace::hybrid_sharding() const {
+    const bool zero3 = std::find(zero_stage.begin(), zero_stage.end(), 3) != zero_stage.end();
+    return zero3 && std::any_of(shard_group.begin(), shard_group.end(), [](int sg) { return sg > 0; });
+}
+
+SweepAxes search_axes(bool experts, bool shard_groups) {
     const char* keys[] = {"parallel.tensor",          "parallel.pipeline",    "parallel.data",
                           "training.micro_batch",     "parallel.schedule",    "parallel.virtual_stages",
                           "parallel.recompute",       "parallel.tensor_mode", "parallel.overlap_chunks",
@@ -202,12 +221,13 @@ SweepAxes search_axes(bool experts) {
     for (const char* k : keys) axes.emplace_back(k, std::vector<std::string>{});
     if (experts)
         for (const char* k : {"parallel.expert", "parallel.expert_tensor"}) axes.emplace_back(k, std::vector<std::string>{});
+    if (shard_groups) axes.emplace_back("parallel.shard_group", std::vector<std::string>{});
     return axes;
 }
 
 SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) {
     const bool experts = base.model.moe();
-    SearchCandidates c{search_axes(experts), {}};
+    SearchCandidates c{search_axes(experts, sp.hybrid_sharding()), {}};
     const int batch = base.training.global_batch;
     for (const DegreeChoice& plan : degree_choices(plan_degrees(), sp, base, base.cluster.gpus())) {
         const int t = plan.at(axis::kTensor), p = plan.at(axis::kPipeline), cp = plan.at(axis::kContext);
@@ -215,7 +235,8 @@ SearchCandidates search_candidates(const SearchSpace& sp, const Scenario& base) 
         for (const auto& mode : cp > 1 ? sp.context_mode : std::vector<std::string>{"ring"})
             for (const int mb : sp.micro_batch) {
                 if (mb < 1 || batch % (mb * d) != 0) continue;
-                const Choice choice{t, p, d, mb, "", 1, "", "", 1, false, 0, cp, mode};
+                Choice choice{t, p, d, mb, "", 1, "", "", 1, false, 0, cp, mode};
+                choice.shard_axis = sp.hybrid_sharding();
                 if (!experts) {
                     add_schedules(sp, choice, c.points);
                     continue;

@@ -32,14 +32,24 @@ struct SearchSpace {
     // that does not divide the experts (or whose product does not divide t*c*d) is skipped.
     std::vector<int> expert;
     std::vector<int> expert_tensor;
+    // ZeRO-3 plans only: the data x context ranks one copy of the state is sharded over
+    // (parallel.shard_group, hybrid sharding), 0 for all of them (full sharding). A value that
+    // does not divide a candidate's data x context ranks, is not below them or is not a multiple
+    // of its context degree is skipped for that candidate.
+    std::vector<int> shard_group;
     std::optional<int> max_gpus;            // search on at most this many GPUs of the cluster
+
+    // Some ZeRO-3 plan may be hybrid-sharded: the search then has a parallel.shard_group axis.
+    bool hybrid_sharding() const;
 };
 
 // Every value of every dimension: powers of two for tensor (up to a node) and pipeline (up to
 // the layers), micro-batch 1-8, every schedule (interleaved with 2 and 4 chunks), every recompute
 // policy and tensor mode, overlap 1 and 2 chunks, sequence parallelism off and on, ZeRO 0-3,
 // context parallelism 1, 2, 4, 8 in every mode; for a mixture of experts, expert degrees of the
-// powers of two up to the experts and the GPUs, expert tensor 1, 2, 4, 8.
+// powers of two up to the experts and the GPUs, expert tensor 1, 2, 4, 8; ZeRO-3 fully sharded
+// and hybrid-sharded over shard groups of 2, 4, ... up to the GPUs of one NVLink domain (HSDP's
+// usual groups, whose gathers stay on NVLink).
 // Values that the plan validation rejects for a model or cluster are skipped when searched.
 SearchSpace full_search_space(const Scenario& base);
 
@@ -49,7 +59,8 @@ SearchSpace full_search_space(const Scenario& base);
 // chunks); selective and full recompute; 1-D tensor parallelism with sequence parallelism and
 // no chunked overlap; ZeRO 0 and 1 (the distributed optimizer); context parallelism (ring) of
 // 1, 2, 4 and 8 for sequences of 16k tokens or more, else none; for a mixture of experts every
-// expert degree of the full space with expert tensor 1 (Megatron-Core's default). A few hundred candidates at any
+// expert degree of the full space with expert tensor 1 (Megatron-Core's default); ZeRO-3 (when
+// listed) fully sharded. A few hundred candidates at any
 // cluster size, where the full space has tens of thousands.
 SearchSpace default_search_space(const Scenario& base);
 
@@ -84,8 +95,9 @@ std::vector<DegreeChoice> degree_choices(const DegreeView& view, const SearchSpa
                                          std::int64_t ranks);
 
 // The fixed axes of a search: the plan keys it sets, in this order; parallel.expert and
-// parallel.expert_tensor last, for a mixture-of-experts model only (`experts`).
-SweepAxes search_axes(bool experts = false);
+// parallel.expert_tensor, for a mixture-of-experts model only (`experts`); parallel.shard_group
+// last, when some ZeRO-3 plan may be hybrid-sharded (`shard_groups`, SearchSpace::hybrid_sharding).
+SweepAxes search_axes(bool experts = false, bool shard_groups = false);
 
 // The candidates: every combination whose degrees multiply to the cluster's GPUs and whose
 // micro-batch divides the batch of one data-parallel replica. Settings that only mean something

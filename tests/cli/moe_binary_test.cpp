@@ -135,3 +135,28 @@ TEST_CASE("cuboid search covers the expert degrees of a mixture of experts", "[c
     // t in {1, 2} x ep in {1, 2, 4, 8} x etp in {1, 2} with ep * etp dividing 8: 7 each.
     CHECK(has(o.out, "14 candidates"));
 }
+
+TEST_CASE("cuboid search covers hybrid sharding of a mixture of experts", "[cli][binary][moe]") {
+    const auto search = [](const std::string& shard_group) {
+        return write_file("hybrid.yaml", "name: moe-hybrid-search\n"
+                                         "model: {preset: mixtral-8x7b, layers: 4}\n"
+                                         "cluster: {gpu: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
+                                         "training: {global_batch: 16}\n"
+                                         "search: {tensor: [1], pipeline: [1], micro_batch: [1], schedule: [1f1b],\n"
+                                         "         recompute: [full], zero_stage: [3], expert: [2],\n"
+                                         "         shard_group: " + shard_group + "}\n");
+    };
+    const Outcome o = run_cuboid("search '" + search("[full, 2, 4]") + "' --top 5");
+    INFO(o.out << o.err);
+    REQUIRE(o.code == 0);
+    // Shard groups of 4 hold 2 copies of each expert (ep 2): the plan runs. Groups of 2 hold one,
+    // which the plan validation refuses (counted invalid, never dropped).
+    CHECK(has(o.out, "3 candidates: 1 invalid"));
+    CHECK(has(o.out, "zero3 shard4 ep2"));
+    const std::string bad = search("[full, two]");
+    const Outcome e = run_cuboid("search '" + bad + "'");
+    CHECK(e.code == 2);
+    CHECK(has(e.err, bad + ":7"));
+    CHECK(has(e.err, "search.shard_group"));
+    CHECK(has(e.err, "expected 'full' or an integer >= 1, got 'two'"));
+}

@@ -209,6 +209,59 @@ TEST_CASE("context parallelism in the search: every mode and degree, bounded bel
     CHECK(default_search_space(long_context).context == std::vector<int>{1, 2, 4, 8});
 }
 
+TEST_CASE("hybrid sharding in the search: ZeRO-3 shard groups that divide the replicas, bounded below the simulation",
+          "[search]") {
+    const auto names = builtin_name_resolvers();
+    const hw::Catalog catalog = hw::Catalog::load_builtin();
+    HardwareCache cache(catalog);
+    const Scenario base = tiny_gpt();
+    SearchSpace sp = one_setting(full_search_space(base), true);
+    sp.tensor = {1, 2};
+    sp.pipeline = {1};
+    sp.context = {1};
+    sp.zero_stage = {1, 3};
+    // The full space: full sharding and shard groups up to one node (8 GPUs), below the 16 GPUs.
+    CHECK(sp.shard_group == std::vector<int>{0, 2, 4, 8});
+    sp.shard_group.push_back(16);  // as many as the replicas at t = 1: full sharding, so skipped
+    const SearchCandidates c = search_candidates(sp, base);
+    REQUIRE(c.axes.back().first == "parallel.shard_group");
+    std::multiset<std::string> plans;
+    for (const auto& point : c.points) {
+        const int replicas = std::stoi(point[2]);  // context 1: the data degree
+        const int shard = std::stoi(point.back());
+        plans.insert(fmt::format("t{} zero{} shard{}", point[0], point[10], shard));
+        // A ZeRO-1 plan, and a fully sharded one, carry the full count (the scenario key's default).
+        CHECK(replicas % shard == 0);
+        if (point[10] == "1") CHECK(shard == replicas);
+        const CandidateCheck check = check_candidate(base, c.axes, point, names, cache);
+        REQUIRE(check.status == CandidateStatus::Feasible);
+        const PointOutcome run = run_point(base, c.axes, point, names, cache);
+        REQUIRE(run.result);
+        INFO(fmt::format("t{} zero{} shard{}", point[0], point[10], shard));
+        CHECK(check.bound.total_s() <= run.result->iteration_time_s);
+    }
+    // t1 (16 replicas): ZeRO-1, ZeRO-3 full, 2, 4, 8; t2 (8 replicas): ZeRO-1, ZeRO-3 full, 2, 4.
+    CHECK(plans == std::multiset<std::string>{"t1 zero1 shard16", "t1 zero3 shard16", "t1 zero3 shard2",
+                                              "t1 zero3 shard4", "t1 zero3 shard8", "t2 zero1 shard8",
+                                              "t2 zero3 shard8", "t2 zero3 shard2", "t2 zero3 shard4"});
+    // No hybrid value, or no ZeRO-3: no shard-group axis (the columns of a search stay as they were).
+    CHECK(default_search_space(base).shard_group == std::vector<int>{0});
+    CHECK_FALSE(default_search_space(base).hybrid_sharding());
+    SearchSpace no_zero3 = sp;
+    no_zero3.zero_stage = {0, 1};
+    CHECK(search_candidates(no_zero3, base).axes.back().first == "parallel.context_mode");
+    // Branch and bound finds the exhaustive optimum over the shard groups too.
+    SearchOptions o;
+    o.threads = 2;
+    o.keep = 3;
+    const SearchResult bnb = run_search(base, sp, names, cache, o);
+    o.exhaustive = true;
+    const SearchResult all = run_search(base, sp, names, cache, o);
+    REQUIRE(best_plan(bnb));
+    CHECK(top_times(bnb, 3) == top_times(all, 3));
+    CHECK(plan_text(bnb.plans, *best_plan(bnb)) == plan_text(all.plans, *best_plan(all)));
+}
+
 TEST_CASE("memory pruning agrees with the simulation's memory verdict", "[search]") {
     // GPT 7.5B on eight 40 GB A100s: 16 bytes of weights, gradients and Adam state per parameter
     // (2 + 2 + 4 + 4 + 4) is 120 GB unsharded, so tensor 1 and 2 without ZeRO cannot fit (120 and
