@@ -135,7 +135,7 @@ struct ModelSpec {
     int moe_layers() const { return moe() ? std::max(0, layers - dense_layers) : 0; }
 };
 
-enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV };
+enum class Schedule { GPipe, OneFOneB, Interleaved, ShiftedCriticalPath, ZeroBubbleH1, ZeroBubbleV, DualPipeV };
 enum class Recompute { None, Full, Selective, StageAware };
 // The modules of selective recomputation cuboid models (ParallelPlan::RecomputeModules).
 enum class RecomputeModule { CoreAttn, MlaUpProj, Layernorm, MoeAct, Mlp, Moe, SharedExperts };

@@ -37,6 +37,7 @@ struct PipelineStep {
 //    warm-up min(m v, 2 (p-s-1) + (v-1) p), then 1F1B; backwards visit chunks in reverse.
 //  shifted-critical-path (Merak): see schedule_scp.cpp.
 //  zb-h1, zb-v (Qi et al. 2024): see schedule_zb.cpp.
+//  dualpipev (DeepSeek): see schedule_dualpipev.cpp.
 std::vector<PipelineStep> stage_schedule(Schedule schedule, int p, int m, int v, int stage);
 
 // Whether the schedule runs each backward as two passes, B (input gradients, sent upstream) and a
@@ -51,6 +52,11 @@ std::vector<PipelineStep> zb_h1_stage_schedule(int p, int m, int stage);
 // ZB-V's order of one stage (Qi et al. 2024 §6, Figure 8; the authors' handcrafted generator):
 // chunk 0 is the stage's chunk on the way down (model chunk s), chunk 1 on the way up (2p-1-s).
 std::vector<PipelineStep> zb_v_stage_schedule(int p, int m, int stage);
+
+// DualPipeV's order of one stage (DeepSeek's DualPipe cut in half onto ZB-V's V placement,
+// deepseek-ai/DualPipe dualpipev.py): chunk 0 on the way down (model chunk s), chunk 1 on the way
+// up (2p-1-s). Needs m >= 2p.
+std::vector<PipelineStep> dualpipev_stage_schedule(int p, int m, int stage);
 
 // Merak's shifted critical path order of one stage (Lai et al. 2023; Merak's
 // full_critical_path_1f1b, seed_algorithms §1.1). Needs scp_unsupported_reason(p, m) empty.

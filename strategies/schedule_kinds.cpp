@@ -54,6 +54,7 @@ std::vector<PipelineStep> interleaved_order(int p, int m, int v, int stage) {
 std::vector<PipelineStep> scp_order(int p, int m, int, int stage) { return scp_stage_schedule(p, m, stage); }
 std::vector<PipelineStep> zb_h1_order(int p, int m, int, int stage) { return zb_h1_stage_schedule(p, m, stage); }
 std::vector<PipelineStep> zb_v_order(int p, int m, int, int stage) { return zb_v_stage_schedule(p, m, stage); }
+std::vector<PipelineStep> dualpipev_order(int p, int m, int, int stage) { return dualpipev_stage_schedule(p, m, stage); }
 
 // One model chunk per stage: the schedules without virtual stages.
 void one_chunk(const PlanChecker& c, const Scenario& sc, int) {
@@ -85,6 +86,15 @@ void check_zb_v(const PlanChecker& c, const Scenario& sc, int) {
               "zb-v places two model chunks on each stage, in a V: it needs virtual_stages: 2");
 }
 
+void check_dualpipev(const PlanChecker& c, const Scenario& sc, int micro_batches) {
+    c.require(sc.parallel.virtual_stages == 2, "parallel.virtual_stages",
+              "dualpipev places two model chunks on each stage, in a V: it needs virtual_stages: 2");
+    // DualPipeV.step asserts num_chunks >= num_ranks * 2: its steady phase needs that many.
+    c.require(micro_batches >= 2 * sc.parallel.pipeline, "training.global_batch",
+              "dualpipev needs at least 2 x pipeline = " + to_string(2 * sc.parallel.pipeline) +
+                  " micro-batches per pipeline (got " + to_string(micro_batches) + ")");
+}
+
 // Micro-batches a stage holds at its peak: all m under GPipe; min(p-s, m) under 1F1B and SCP; the
 // interleaved warm-up plus the forward before the first backward, at most all m v chunk passes,
 // spread over the stage's v chunks.
@@ -98,6 +108,15 @@ double interleaved_in_flight(int p, int m, int v, int stage) {
 // the inputs of their weight-gradient GEMMs). ZB-V: the 2p chunk passes a stage holds at most
 // (Qi et al. §6), half on each of its two chunks.
 double first_stage_in_flight(int p, int m, int, int) { return std::min(p, m); }
+// DualPipeV: the most chunk passes its own order holds between F and W, over its two chunks.
+double dualpipev_in_flight(int p, int m, int, int stage) {
+    int held = 0, most = 0;
+    for (const PipelineStep& st : dualpipev_stage_schedule(p, m, stage)) {
+        held += st.pass == Pass::Forward ? 1 : (st.pass == Pass::WeightGrad ? -1 : 0);
+        most = std::max(most, held);
+    }
+    return most / 2.0;
+}
 
 constexpr ScheduleKind kSchedules[] = {
     {Schedule::GPipe, "gpipe", "all forwards, then all backwards (Huang et al. 2019)", gpipe_order, one_chunk, 1,
@@ -118,6 +137,11 @@ constexpr ScheduleKind kSchedules[] = {
      "zero bubble V (Qi et al. ICLR 2024): two model chunks per stage in a V (stage s holds chunks s and 2p-1-s), "
      "split backward; 1F1B's activation memory; needs virtual_stages 2",
      zb_v_order, check_zb_v, 2, first_stage_in_flight, true, true},
+    {Schedule::DualPipeV, "dualpipev",
+     "DualPipeV (DeepSeek, deepseek-ai/DualPipe): DeepSeek-V3's DualPipe cut in half onto zb-v's V, split "
+     "backward; its F+B pairs run one after the other (their communication overlap is not modelled); needs "
+     "virtual_stages 2 and at least 2 x pipeline micro-batches",
+     dualpipev_order, check_dualpipev, 2, dualpipev_in_flight, true, true},
 };
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST_CASE("an unknown enumerated name lists the allowed names", "[cli][loader]")
     check_load_error("training:\n  precision: fp12\n", 2, "training.precision", "fp32, tf32, fp16, bf16, fp8");
     const auto s = load_error("parallel:\n  schedule: 1f2b\n");
     check_located(s, "t.yaml", 2, "parallel.schedule");
-    CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v"));
+    CHECK(contains(s.what(), "gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v, dualpipev"));
     CHECK(contains(s.what(), "did you mean '1f1b'?"));
     check_load_error("cluster:\n  inter_node:\n    topology: torus\n",
                      3, "cluster.inter_node.topology", "fat-tree, rail-optimized, single-switch");

@@ -124,7 +124,7 @@ TEST_CASE("the bound is a lower bound on every simulated plan of the space", "[s
         CHECK(all.bound_s[i] > 0.0);
         schedules.insert(all.plans.points[i][4]);
     }
-    CHECK(schedules.size() == 6);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v  // every schedule was bounded and simulated
+    CHECK(schedules.size() == 7);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v, dualpipev: every schedule was bounded and simulated
 }
 
 TEST_CASE("the bound carries the communication that cannot overlap and stays below the simulation",
@@ -168,7 +168,7 @@ TEST_CASE("the bound carries the communication that cannot overlap and stays bel
         }
     }
     CHECK(bounded > 60);
-    CHECK(schedules.size() == 6);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v
+    CHECK(schedules.size() == 7);  // gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v, dualpipev
     CHECK(zero_stages.size() == 4);
     CHECK(data_degrees.size() >= 4);
     CHECK(data_parallel > 0);

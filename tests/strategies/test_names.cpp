@@ -50,7 +50,7 @@ TEST_CASE("descriptor tables: an unknown word is an input error naming the allow
         FAIL("accepted");
     } catch (const InputError& e) {
         CHECK(e.where().line == 7);
-        CHECK_THAT(e.what(), Catch::Contains("allowed: gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v"));
+        CHECK_THAT(e.what(), Catch::Contains("allowed: gpipe, 1f1b, interleaved, shifted-critical-path, zb-h1, zb-v, dualpipev"));
     }
 }
 

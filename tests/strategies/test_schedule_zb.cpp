@@ -199,31 +199,79 @@ TEST_CASE("ZB-H1: no deadlock with tensor, sequence and data parallelism, ZeRO a
         }
 }
 
+namespace {
+
+// A V schedule's order of one stage (chunk 0 is model chunk s, chunk 1 model chunk 2p-1-s):
+// each (micro-batch, chunk) runs F, B, W once, in that order; chunk 0 forward before chunk 1,
+// chunk 1 backward before chunk 0; each chunk's W passes in micro-batch order. Returns the most
+// chunk passes held between F and W.
+int check_v_order(const std::vector<PipelineStep>& steps, int m) {
+    CHECK(steps.size() == static_cast<std::size_t>(6 * m));
+    std::map<std::pair<int, int>, int> state;
+    std::array<int, 2> last_w{-1, -1};
+    int in_flight = 0, peak = 0;
+    for (const PipelineStep& st : steps) {
+        int& x = state[{st.micro, st.chunk}];
+        const int expect = st.pass == Pass::Forward ? 0 : (st.pass == Pass::Backward ? 1 : 2);
+        CHECK(x == expect);
+        x = expect + 1;
+        // The model runs chunk 0 then chunk 1 forward, chunk 1 then chunk 0 backward.
+        if (st.pass == Pass::Forward && st.chunk == 1) CHECK(state[{st.micro, 0}] >= 1);
+        if (st.pass == Pass::Backward && st.chunk == 0) CHECK(state[{st.micro, 1}] >= 2);
+        if (st.pass == Pass::WeightGrad) CHECK(st.micro == ++last_w[static_cast<std::size_t>(st.chunk)]);
+        in_flight += st.pass == Pass::Forward ? 1 : (st.pass == Pass::WeightGrad ? -1 : 0);
+        peak = std::max(peak, in_flight);
+    }
+    for (const auto& [key, x] : state) CHECK(x == 3);
+    return peak;
+}
+
+// A V schedule on p stages with m micro-batches, tensor 2 (sequence parallel for m divisible by
+// 3), data 2, recompute and ZeRO stage varying with p and m, simulates to the end.
+void simulates_v_plan(Schedule schedule, int p, int m) {
+    Scenario sc = test::tiny_scenario(2, p, 2, m, 8);
+    sc.parallel.schedule = schedule;
+    sc.parallel.virtual_stages = 2;
+    sc.parallel.recompute = m % 4 == 1 ? Recompute::Full : Recompute::Selective;
+    sc.parallel.sequence_parallel = m % 3 == 0;
+    sc.parallel.zero_stage = (m + p) % 4;
+    INFO(to_string(schedule) << " p " << p << " m " << m);
+    sim::SimResult r;
+    REQUIRE_NOTHROW(r = simulate_units(sc));
+    CHECK(r.makespan.value > 0);
+}
+
+}  // namespace
+
 // ZB-V (Qi et al. §6): chunk 0 is model chunk s, chunk 1 model chunk 2p-1-s.
 TEST_CASE("ZB-V: each (micro-batch, chunk) runs F, B, W; at most 2p chunk passes in flight") {
     for (int p : {1, 2, 3, 4, 8})
         for (int m : {1, 2, 3, 5, 8, 16})
             for (int s = 0; s < p; ++s) {
                 INFO("p " << p << " m " << m << " s " << s);
-                const auto steps = stage_schedule(Schedule::ZeroBubbleV, p, m, 2, s);
-                CHECK(steps.size() == static_cast<std::size_t>(6 * m));
-                std::map<std::pair<int, int>, int> state;
-                std::array<int, 2> last_w{-1, -1};
-                int in_flight = 0, peak = 0;
-                for (const PipelineStep& st : steps) {
-                    int& x = state[{st.micro, st.chunk}];
-                    const int expect = st.pass == Pass::Forward ? 0 : (st.pass == Pass::Backward ? 1 : 2);
-                    CHECK(x == expect);
-                    x = expect + 1;
-                    // The model runs chunk 0 then chunk 1 forward, chunk 1 then chunk 0 backward.
-                    if (st.pass == Pass::Forward && st.chunk == 1) CHECK(state[{st.micro, 0}] >= 1);
-                    if (st.pass == Pass::Backward && st.chunk == 0) CHECK(state[{st.micro, 1}] >= 2);
-                    if (st.pass == Pass::WeightGrad) CHECK(st.micro == ++last_w[static_cast<std::size_t>(st.chunk)]);
-                    in_flight += st.pass == Pass::Forward ? 1 : (st.pass == Pass::WeightGrad ? -1 : 0);
-                    peak = std::max(peak, in_flight);
-                }
-                for (const auto& [key, x] : state) CHECK(x == 3);
-                CHECK(peak <= 2 * p);  // p micro-batches of the stage's layers: 1F1B's first stage
+                // p micro-batches of the stage's layers: 1F1B's first stage
+                CHECK(check_v_order(stage_schedule(Schedule::ZeroBubbleV, p, m, 2, s), m) <= 2 * p);
+            }
+}
+
+// DualPipeV (deepseek-ai/DualPipe, dualpipev.py): the reference's eight steps, and their memory.
+TEST_CASE("DualPipeV: the reference order; each (micro-batch, chunk) runs F, B, W; 2p+1 chunk passes in flight") {
+    // p = 2, m = 4, written out from DualPipeV.step: stage 0 runs steps 1 (F F), 2 (F F), 3
+    // (B with W deferred, W, F), 4 (F, B W, F, B W), 5 (B W, F, B W), 6 (B W, B deferred), 7
+    // (W, B deferred), 8 (W); stage 1 has no step 1, 3, 5 or 7.
+    const std::array<std::string, 2> expected = {
+        "F0.0 F1.0 F2.0 F0.1 B0.1 W0.1 F1.1 F3.0 B1.1 W1.1 F2.1 B0.0 W0.0 B2.1 W2.1 F3.1 B1.0 W1.0 B3.1 W3.1 "
+        "B2.0 W2.0 B3.0 W3.0",
+        "F0.0 F0.1 F1.0 F1.1 F2.0 B0.1 W0.1 F2.1 B0.0 W0.0 F3.0 B1.1 W1.1 F3.1 B1.0 W1.0 B2.1 W2.1 B2.0 W2.0 "
+        "B3.1 B3.0 W3.1 W3.0"};
+    for (int s = 0; s < 2; ++s) CHECK(step_words(stage_schedule(Schedule::DualPipeV, 2, 4, 2, s), true) == expected[s]);
+    CHECK(splits_backward(Schedule::DualPipeV));
+    for (int p : {1, 2, 3, 4, 8})
+        for (int m : {2 * p, 2 * p + 1, 3 * p, 4 * p + 3})
+            for (int s = 0; s < p; ++s) {
+                INFO("p " << p << " m " << m << " s " << s);
+                // DualPipe's PP + 1 (DeepSeek-V3 report, Table 2), in chunk passes of half a stage.
+                CHECK(check_v_order(stage_schedule(Schedule::DualPipeV, p, m, 2, s), m) == 2 * p + 1);
             }
 }
 
@@ -255,21 +303,37 @@ TEST_CASE("ZB-V in the simulator: shorter than 1F1B on the same plan, peak memor
         }
 }
 
+TEST_CASE("DualPipeV in the simulator: shorter than 1F1B on the same plan; its plan rules; no deadlock") {
+    for (int p : {2, 4})
+        for (int m : {2 * p, 4 * p}) {
+            INFO("p " << p << " m " << m);
+            Scenario dual = test::tiny_scenario(1, p, 1, m, 2 * p);  // one layer per chunk
+            dual.parallel.schedule = Schedule::DualPipeV;
+            dual.parallel.virtual_stages = 2;
+            Scenario one = test::tiny_scenario(1, p, 1, m, 2 * p);
+            const Time dual_time = simulate_units(dual).makespan, one_time = simulate_units(one).makespan;
+            CHECK(dual_time.value < one_time.value);
+            // Each stage computes 2 layers: 36 units per micro-batch. The reference's bubble for p
+            // devices, (p - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README, PP = 2p stages), with a
+            // chunk's F 6, full backward B 12, W 4 and the pair F&B not overlapped (18): 18 (p - 1).
+            CHECK(dual_time.value <= (36 * m + 18 * (p - 1)) * kUnit.value);
+        }
+    Scenario one_chunk = test::tiny_scenario(1, 2, 1, 4, 8);
+    one_chunk.parallel.schedule = Schedule::DualPipeV;
+    CHECK_THROWS_WITH(validate_plan(one_chunk), Catch::Contains("virtual_stages: 2"));
+    Scenario few = test::tiny_scenario(1, 4, 1, 7, 8);  // 7 micro-batches on 4 stages
+    few.parallel.schedule = Schedule::DualPipeV;
+    few.parallel.virtual_stages = 2;
+    CHECK(test::rejected_key(few, [](Scenario&) {}) == "training.global_batch");
+    CHECK_THROWS_WITH(validate_plan(few), Catch::Contains("at least 2 x pipeline = 8 micro-batches"));
+    for (int p : {1, 2, 4})
+        for (int m = 2 * p; m <= 2 * p + 5; m += 2) simulates_v_plan(Schedule::DualPipeV, p, m);
+}
+
 TEST_CASE("ZB-V: needs two chunks per stage; no deadlock with tensor, sequence and data parallelism") {
     Scenario one_chunk = test::tiny_scenario(1, 2, 1, 4, 8);
     one_chunk.parallel.schedule = Schedule::ZeroBubbleV;
     CHECK_THROWS_WITH(validate_plan(one_chunk), Catch::Contains("virtual_stages: 2"));
     for (int p : {1, 2, 3, 4})
-        for (int m = 1; m <= 9; m += 2) {
-            Scenario sc = test::tiny_scenario(2, p, 2, m, 8);
-            sc.parallel.schedule = Schedule::ZeroBubbleV;
-            sc.parallel.virtual_stages = 2;
-            sc.parallel.recompute = m % 4 == 1 ? Recompute::Full : Recompute::Selective;
-            sc.parallel.sequence_parallel = m % 3 == 0;
-            sc.parallel.zero_stage = (m + p) % 4;
-            INFO("p " << p << " m " << m);
-            sim::SimResult r;
-            REQUIRE_NOTHROW(r = simulate_units(sc));
-            CHECK(r.makespan.value > 0);
-        }
+        for (int m = 1; m <= 9; m += 2) simulates_v_plan(Schedule::ZeroBubbleV, p, m);
 }

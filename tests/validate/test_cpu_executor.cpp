@@ -71,18 +71,22 @@ TEST_CASE("ZB-H1's split backward reproduces the reference", "[cpu_executor]") {
 
 // ZB-V: stage s holds model chunks s and 2p-1-s; the first stage holds the embedding and the
 // head (the tied embedding is one parameter there), the last stage turns the V without a message.
-TEST_CASE("ZB-V's two chunks per stage in a V reproduce the reference", "[cpu_executor]") {
-    const auto v = [](int t, int p, int d, Recompute r = Recompute::None, bool sp = false, int zero = 0) {
-        Case c{t, p, d, Schedule::ZeroBubbleV, r, sp, zero};
-        c.v = 2;
-        return c;
-    };
-    check_case(v(1, 1, 1));
-    check_case(v(1, 2, 1));
-    check_case(v(2, 2, 2, Recompute::None, true));
-    check_case(v(2, 2, 1, Recompute::Full));
-    check_case(v(1, 2, 2, Recompute::Selective, false, 1));
-    check_case(v(1, 2, 2, Recompute::None, false, 3));
+// DualPipeV: ZB-V's placement in DualPipe's order; each F+B pair of its steady phase runs the
+// forward of one micro-batch and chunk, then the backward (B and W at once) of another.
+TEST_CASE("ZB-V's and DualPipeV's two chunks per stage in a V reproduce the reference", "[cpu_executor]") {
+    for (const Schedule schedule : {Schedule::ZeroBubbleV, Schedule::DualPipeV}) {
+        const auto v = [schedule](int t, int p, int d, Recompute r = Recompute::None, bool sp = false, int zero = 0) {
+            Case c{t, p, d, schedule, r, sp, zero};
+            c.v = 2;
+            return c;
+        };
+        check_case(v(1, 1, 1));
+        check_case(v(1, 2, 1));
+        check_case(v(2, 2, 2, Recompute::None, true));
+        check_case(v(2, 2, 1, Recompute::Full));
+        check_case(v(1, 2, 2, Recompute::Selective, false, 1));
+        check_case(v(1, 2, 2, Recompute::None, false, 3));
+    }
 }
 
 TEST_CASE("every recompute policy reproduces the reference", "[cpu_executor]") {

@@ -246,7 +246,7 @@ TEST_CASE("the moe and shared_experts modules reproduce the reference", "[cpu_ex
 // Zero-bubble schedules: each expert layer's backward as B (the input gradients through the
 // combine, the experts and the dispatch) and a later W (the shared experts', the experts' and the
 // router's weight gradients, which must still reach the expert-data reduction and the optimizer).
-TEST_CASE("expert layers under ZB-H1 and ZB-V's split backward reproduce the reference", "[cpu_executor][moe]") {
+TEST_CASE("expert layers under ZB-H1, ZB-V and DualPipeV's split backward reproduce the reference", "[cpu_executor][moe]") {
     MoeCase h1{Case{1, 2, 2, Schedule::ZeroBubbleH1}};
     h1.ep = 2;
     h1.shared = 1;
@@ -270,6 +270,9 @@ TEST_CASE("expert layers under ZB-H1 and ZB-V's split backward reproduce the ref
     v.ep = 2;
     v.shared = 1;
     check_moe(v);
+    MoeCase dual = v;  // DualPipeV, the schedule DeepSeek trains its expert models with
+    dual.base.schedule = Schedule::DualPipeV;
+    check_moe(dual);
 }
 
 TEST_CASE("context parallelism around the experts reproduces the reference", "[cpu_executor][moe]") {

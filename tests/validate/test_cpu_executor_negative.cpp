@@ -295,3 +295,20 @@ TEST_CASE("ZB-V fails the check when a weight gradient or a message back up the 
         REQUIRE_FALSE(run.ok());
     }
 }
+
+// DualPipeV runs some weight gradients at once and defers others to its W steps: a missing one of
+// either kind fails the check (stage 0's first B of chunk 1 is deferred, W right after it in step
+// 3; stage 1's first is not).
+TEST_CASE("DualPipeV fails the check when an immediate or a deferred weight gradient is missing", "[cpu_executor]") {
+    Case c{1, 2, 1, Schedule::DualPipeV};
+    c.v = 2;
+    const Scenario sc = scenario_of(c);
+    for (std::size_t stage : {0, 1}) {
+        TaggedProgram tp = build(sc);
+        erase_op(tp, stage, first_op(tp, stage, "B.fc2.wgrad", true));
+        const Outcome o = execute(sc, tp);
+        REQUIRE_FALSE(o.run.ok());
+        INFO("stage " << stage << ": " << o.run.error);
+        CHECK(o.run.error.find("weight gradient of FC2 never computed") != std::string::npos);
+    }
+}
