@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=${CUBOID_FUZZ_BUILD:-build-fuzz}
-harnesses=(fuzz_scenario_loader fuzz_run_scenario fuzz_hf_config fuzz_profile_loader fuzz_nccl_tests_import fuzz_measured_figures)
+harnesses=(fuzz_scenario_loader fuzz_run_scenario fuzz_search_scenario fuzz_hf_config fuzz_profile_loader fuzz_nccl_tests_import fuzz_measured_figures)
 mode=fuzz
 seconds=60
 case "${1:-}" in

@@ -1,5 +1,6 @@
 #include "strategies/cli/search_config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,7 +23,8 @@ InputLocation at(const std::string& file, const std::string& key, const YAML::No
     return {file, node.Mark().line >= 0 ? node.Mark().line + 1 : 0, key};
 }
 
-// Each item of a non-empty list (a single value counts as a list of one) through `parse`.
+// Each item of a non-empty list (a single value counts as a list of one) through `parse`. A value
+// listed twice is refused: it would make every plan with it a candidate twice.
 template <class T, class Parse>
 std::vector<T> read_list(const YAML::Node& value, const InputLocation& where, Parse parse) {
     std::vector<T> out;
@@ -34,13 +36,23 @@ std::vector<T> read_list(const YAML::Node& value, const InputLocation& where, Pa
         throw InputError(where, "expected a non-empty list of values");
     for (const auto& item : value) {
         if (!item.IsScalar()) throw InputError(where, "expected a list of single values");
-        out.push_back(parse(item.Scalar(), InputLocation{where.file, item.Mark().line + 1, where.key}));
+        const InputLocation at_item{where.file, item.Mark().line + 1, where.key};
+        T parsed = parse(item.Scalar(), at_item);
+        if (std::find(out.begin(), out.end(), parsed) != out.end())
+            throw InputError(at_item, fmt::format("'{}' is listed twice", item.Scalar()));
+        out.push_back(std::move(parsed));
     }
     return out;
 }
 
 std::vector<int> ints(const YAML::Node& v, const InputLocation& w, int min) {
     return read_list<int>(v, w, [min](const std::string& t, const InputLocation& l) { return int_at_least(t, l, min); });
+}
+
+std::vector<int> ints_between(const YAML::Node& v, const InputLocation& w, int min, int max) {
+    return read_list<int>(v, w, [min, max](const std::string& t, const InputLocation& l) {
+        return int_between(t, l, min, max);
+    });
 }
 
 // One integer: a key that bounds the search, not an axis of it.
@@ -112,7 +124,7 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
         else if (name == "micro_batch") sp.micro_batch = ints(v, w, 1);
         else if (name == "virtual_stages") sp.virtual_stages = ints(v, w, 2);
         else if (name == "overlap_chunks") sp.overlap_chunks = ints(v, w, 1);
-        else if (name == "zero_stage") sp.zero_stage = ints(v, w, 0);
+        else if (name == "zero_stage") sp.zero_stage = ints_between(v, w, 0, 3);  // parallel.zero_stage's range
         else if (name == "shard_group") sp.shard_group = read_list<int>(v, w, shard_group_value);
         else if (name == "context_mode") sp.context_mode = names_of(v, w, parse_context_mode, context_mode_words());
         else if (name == "schedule") sp.schedule = names_of(v, w, parse_schedule, schedule_words());
@@ -125,7 +137,10 @@ void read_search_section(const YAML::Node& section, const std::string& file, con
 }
 
 SearchScenario load_search_scenario(const std::string& path, const NameResolvers& names) {
-    const std::string text = read_text(path);
+    return load_search_scenario_text(read_text(path), path, names);
+}
+
+SearchScenario load_search_scenario_text(const std::string& text, const std::string& path, const NameResolvers& names) {
     // Parsed whole first, so that the search: section meets the same checks (duplicate keys, UTF-8)
     // as the rest, which the scenario loader reads with the section blanked out.
     const YAML::Node root = hw::load_yaml_document(text, path, "a scenario");

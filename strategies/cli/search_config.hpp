@@ -19,6 +19,8 @@ struct SearchScenario {
 // Reads a scenario with an optional `search:` section. The scenario keys are read by the
 // scenario loader (same checks, same line numbers); the section itself is read here.
 SearchScenario load_search_scenario(const std::string& path, const NameResolvers& names);
+// The same from the file's text; `path` names it in errors and its folder resolves relative paths.
+SearchScenario load_search_scenario_text(const std::string& text, const std::string& path, const NameResolvers& names);
 
 // The default space of the scenario (after any --set on it) with the section's lists in place.
 SearchSpace search_space_of(const SearchScenario& s);

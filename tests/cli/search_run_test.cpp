@@ -13,6 +13,7 @@
 #include "hardware_models/catalog.hpp"
 #include "strategies/cli/catalog_bridge.hpp"
 #include "strategies/cli/scenario_loader.hpp"
+#include "strategies/cli/search_config.hpp"
 #include "strategies/cli/search_output.hpp"
 #include "strategies/cli/search_run.hpp"
 #include "strategies/cli/search_share.hpp"
@@ -565,4 +566,26 @@ TEST_CASE("search shares: two ranks' shares, sent as bytes, merge into one proce
     shares[1].failure = "bad input on that node";
     CHECK_THROWS_WITH(merge_search_shares(shares, candidates, one), Catch::Contains("rank 1: bad input on that node"));
     CHECK_THROWS(decode_search_share({0x01, 0x02}));
+}
+
+TEST_CASE("a search section's bad lists are input errors at their line and key", "[search]") {
+    const auto names = builtin_name_resolvers();
+    const auto error_of = [&](const std::string& section) {
+        try {
+            const SearchScenario s = load_search_scenario_text(std::string(kTinyGpt) + "search:\n" + section, "s.yaml", names);
+            (void)search_space_of(s);
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    // The tiny GPT takes lines 1-4 and search: line 5, so the section's first key is on line 6.
+    CHECK_THAT(error_of("  tensor: [1, 2]\n  recompute: [full, selective, full]\n"),
+               Catch::Contains("s.yaml:7") && Catch::Contains("search.recompute") && Catch::Contains("'full' is listed twice"));
+    CHECK_THAT(error_of("  zero_stage: [1, 4]\n"),
+               Catch::Contains("s.yaml:6") && Catch::Contains("search.zero_stage") && Catch::Contains("between 0 and 3"));
+    CHECK_THAT(error_of("  shard_group: [full, 2, 0]\n"),
+               Catch::Contains("search.shard_group") && Catch::Contains("expected 'full' or an integer >= 1, got '0'"));
+    CHECK_THAT(error_of("  shard_group: [full, 2, full]\n"), Catch::Contains("'full' is listed twice"));
+    CHECK(error_of("  shard_group: [full, 2]\n  zero_stage: [3]\n") == "no error");
 }
