@@ -35,7 +35,7 @@ void check_table(std::span<const Descriptor<E>> table, std::size_t count, Parse 
 }  // namespace
 
 TEST_CASE("descriptor tables: every value once, its word parses back and prints") {
-    check_table(schedule_table(), 6, parse_schedule, [](Schedule s) { return to_string(s); });
+    check_table(schedule_table(), 7, parse_schedule, [](Schedule s) { return to_string(s); });
     check_table(recompute_table(), 4, parse_recompute, [](Recompute r) { return to_string(r); });
     check_table(tensor_mode_table(), 4, parse_tensor_mode, [](TensorMode m) { return to_string(m); });
     check_table(context_mode_table(), 3, parse_context_mode, [](ContextMode m) { return to_string(m); });
