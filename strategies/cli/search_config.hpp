@@ -25,10 +25,9 @@ SearchScenario load_search_scenario_text(const std::string& text, const std::str
 // The default space of the scenario (after any --set on it) with the section's lists in place.
 SearchSpace search_space_of(const SearchScenario& s);
 
-// Replaces the lists of `space` that the map `section` names (keys: tensor, pipeline,
-// micro_batch, schedule, virtual_stages, recompute, tensor_mode, overlap_chunks,
-// sequence_parallel, zero_stage, max_gpus). `prefix` is the dotted key of the section
-// ("search", "clusters[0].search") for the error locations.
+// Replaces the lists of `space` that the map `section` names (the keys of search_section_keys(),
+// max_gpus a single integer). `prefix` is the dotted key of the section ("search",
+// "clusters[0].search") for the error locations.
 void read_search_section(const YAML::Node& section, const std::string& file, const std::string& prefix,
                          SearchSpace& space);
 
