@@ -26,8 +26,9 @@ struct GroupFamily {
 };
 
 // The families `layout` has, in the order their groups are added to a program. A slot whose family
-// the layout lacks aliases the rank's tensor group (its ops never run), except slot::kShard,
-// which is the data group when the training state is not hybrid-sharded. `parameter_gathers`:
+// the layout lacks aliases the rank's tensor group (its ops never run), except slot::kShard and
+// slot::kExpertShard, which are the data and expert-data groups when the training state is not
+// hybrid-sharded. `parameter_gathers`:
 // ZeRO-3's parameter all-gathers, which get a copy of the shard groups of their own;
 // `expert_gathers`: ZeRO-3's gathers of the routed experts' shards (experts_fully_sharded), a copy
 // of the expert-data groups of their own.

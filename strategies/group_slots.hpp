@@ -62,7 +62,8 @@ inline constexpr std::uint16_t kExpertData = 20;
 inline constexpr std::uint16_t kExpertDataGather = 21;
 // ZeRO-3 hybrid sharding of the routed experts (Layout::expert_shard_size): the expert-data ranks
 // an expert's state is sharded over, and the ranks holding the same expert shard in the other
-// copies. Alias kTensor without hybrid sharding (the expert-data group reduce-scatters then).
+// copies. Without hybrid sharding the expert shard group is the expert-data group and the copy
+// group aliases kTensor (no op).
 inline constexpr std::uint16_t kExpertShard = 22;
 inline constexpr std::uint16_t kExpertReplica = 23;
 inline constexpr int kCount = 24;

@@ -22,6 +22,15 @@ std::vector<std::uint32_t> pair(const Layout& l, int tp, int dp, int a, int b) {
     return a < b ? std::vector<std::uint32_t>{ra, rb} : std::vector<std::uint32_t>{rb, ra};
 }
 
+// The slot an unfilled slot aliases: the shard groups are the whole reducing groups when the state
+// is not hybrid-sharded (kShard the data group, kExpertShard the expert-data group), every other
+// slot the tensor group (its ops never run). Each alias is a lower slot, filled or aliased first.
+std::uint16_t unsharded_alias(std::uint16_t k) {
+    if (k == slot::kShard) return slot::kData;
+    if (k == slot::kExpertShard) return slot::kExpertData;
+    return slot::kTensor;
+}
+
 }  // namespace
 
 // Interleaving wraps around from the last stage to the first; ZB-V's V turns on the last stage.
@@ -55,7 +64,7 @@ void build_groups(sim::Program& p, const Layout& l, const Labels& labels, bool t
     }
     for (std::size_t r = 0; r < gpus; ++r)
         for (std::uint16_t k = 0; k < slot::kCount; ++k)
-            if (!filled[k]) slots[r][k] = slots[r][k == slot::kShard ? slot::kData : slot::kTensor];
+            if (!filled[k]) slots[r][k] = slots[r][unsharded_alias(k)];
     // act[s]: activations s -> next(s); grad[s]: gradients next(s) -> s.
     std::vector<Index> act(static_cast<std::size_t>(t * d * pp)), grad(act.size());
     std::vector<Index> act_up, grad_up;  // ZB-V: act_up[s] next(s) -> s, grad_up[s] s -> next(s)

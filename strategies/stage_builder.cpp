@@ -175,31 +175,27 @@ private:
         if (!dense && !expert) return;
         const OpTag saved = e_.context();
         e_.set_context(OpTag{unit, st.micro, st.chunk, -1});
-        const auto reduce_scatter = [&](std::uint32_t label, double bytes, std::uint16_t group) {
-            return e_.comm(comm_op(OpKind::ReduceScatter, label, bytes, stream::kDataComm, group, comm_class::kData),
-                           e_.last_compute());
-        };
-        if (dense) {
-            const double bytes = params * plan_.grad_bytes_per_param;
-            std::uint32_t done = reduce_scatter(labels_.fsdp_reduce_scatter, bytes, slot::kShard);
+        // A part's gradient reduce-scattered over its shard group (the whole reducing group
+        // without hybrid sharding) and, after the last micro-batch under hybrid sharding, the
+        // accumulated shard of `shards` all-reduced between the copies.
+        const auto reduce = [&](double part_params, std::uint32_t scatter, std::uint16_t shard_group,
+                                std::uint32_t all_reduce, std::uint16_t copies, int shards) {
+            const double bytes = part_params * plan_.grad_bytes_per_param;
+            std::uint32_t done = e_.comm(
+                comm_op(OpKind::ReduceScatter, scatter, bytes, stream::kDataComm, shard_group, comm_class::kData),
+                e_.last_compute());
             if (final_pass && l_.hybrid_sharding())
-                done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_replica_allreduce, bytes / l_.shard_size(),
-                                       stream::kDataComm, slot::kReplica, comm_class::kData),
-                               done);
+                done = e_.comm(
+                    comm_op(OpKind::AllReduce, all_reduce, bytes / shards, stream::kDataComm, copies, comm_class::kData),
+                    done);
             if (final_pass) reductions_.push_back(done);
-        }
-        if (expert) {
-            const double bytes = experts * plan_.grad_bytes_per_param;
-            const bool hybrid = l_.hybrid_sharding();
-            std::uint32_t done = reduce_scatter(labels_.fsdp_expert_reduce_scatter, bytes,
-                                                hybrid ? slot::kExpertShard : slot::kExpertData);
-            if (final_pass && hybrid)
-                done = e_.comm(comm_op(OpKind::AllReduce, labels_.fsdp_expert_replica_allreduce,
-                                       bytes / l_.expert_shard_size(), stream::kDataComm, slot::kExpertReplica,
-                                       comm_class::kData),
-                               done);
-            if (final_pass) reductions_.push_back(done);
-        }
+        };
+        if (dense)
+            reduce(params, labels_.fsdp_reduce_scatter, slot::kShard, labels_.fsdp_replica_allreduce, slot::kReplica,
+                   l_.shard_size());
+        if (expert)
+            reduce(experts, labels_.fsdp_expert_reduce_scatter, slot::kExpertShard,
+                   labels_.fsdp_expert_replica_allreduce, slot::kExpertReplica, l_.expert_shard_size());
         e_.set_context(saved);
     }
 

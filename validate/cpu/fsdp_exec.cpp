@@ -95,19 +95,16 @@ void RankRunner::fsdp_reduce_scatter(const sim::Op& op, const OpTag& tag, Part p
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = owned[i] > 0.5 ? acc[i] + sum[i] : std::numeric_limits<double>::quiet_NaN();
     unflatten(fsdp_grads_, one, acc, part);
     unflatten(out_.grads, one, std::vector<double>(acc.size(), 0.0), part);  // the next micro-batch starts from zero
-    const bool experts = part == Part::Experts;
     // Under hybrid sharding the shard is whole only after the copies' all-reduce.
-    if (++(experts ? fsdp_expert_reductions_ : fsdp_reductions_)[block] == ctx_.layout->micro_batches &&
-        !ctx_.layout->hybrid_sharding())
-        (experts ? expert_reduced_ : reduced_blocks_).insert(block);
+    if (++fsdp_reductions_of(part)[block] == ctx_.layout->micro_batches && !ctx_.layout->hybrid_sharding())
+        reduced_of(part).insert(block);
 }
 
 void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag, Part part) {
     const int block = block_of_unit(tag.layer);
-    const bool experts = part == Part::Experts;
-    const int reductions = (experts ? fsdp_expert_reductions_ : fsdp_reductions_)[block];
+    const int reductions = fsdp_reductions_of(part)[block];
     if (reductions != ctx_.layout->micro_batches)
-        throw std::runtime_error(std::string(experts ? "routed experts' gradient" : "gradient") + " of " +
+        throw std::runtime_error(std::string(part == Part::Experts ? "routed experts' gradient" : "gradient") + " of " +
                                  block_name(block) + " reduce-scattered for " + std::to_string(reductions) + " of " +
                                  std::to_string(ctx_.layout->micro_batches) + " micro-batches before the copies' all-reduce");
     const std::vector<int> one{block};
@@ -115,7 +112,7 @@ void RankRunner::fsdp_replica_reduce(const sim::Op& op, const OpTag& tag, Part p
     const auto parts = exchange(op.group_slot, label(op), flatten(fsdp_grads_, one, part), &member);
     std::vector<double> sum = elementwise_sum(parts, "copies reduce different gradient shards");
     unflatten(fsdp_grads_, one, sum, part);
-    (experts ? expert_reduced_ : reduced_blocks_).insert(block);
+    reduced_of(part).insert(block);
 }
 
 void RankRunner::take_sharded_grads() {

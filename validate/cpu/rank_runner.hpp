@@ -305,6 +305,11 @@ private:
     GptParams fsdp_grads_;
     std::map<int, int> fsdp_reductions_, fsdp_expert_reductions_;
     bool sharded_grads_taken_ = false;
+    // The reduce-scatters run per block, and the blocks whose gradient is whole, of one part.
+    std::map<int, int>& fsdp_reductions_of(Part part) {
+        return part == Part::Experts ? fsdp_expert_reductions_ : fsdp_reductions_;
+    }
+    std::set<int>& reduced_of(Part part) { return part == Part::Experts ? expert_reduced_ : reduced_blocks_; }
     // Context parallelism: per (key, phase), ring steps and exchanges run; the K/V blocks that
     // arrived for a step (phase, step) and the partial dK/dV that arrived for a backward step.
     std::map<std::tuple<Key, Phase, ContextOp>, int> ring_count_;
