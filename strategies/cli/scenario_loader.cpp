@@ -117,6 +117,9 @@ private:
             const std::string value = list_value ? joined(item, def, item_at) : item.Scalar();
             Scenario scratch;  // each value is checked now, with the rules it will meet in a sweep
             def.set(scratch, value, item_at, ctx_);
+            // A value given twice would simulate its points twice, as rows nothing tells apart.
+            if (std::find(values.begin(), values.end(), value) != values.end())
+                throw InputError(item_at, fmt::format("'{}' is listed twice", value));
             values.push_back(value);
         }
         return values;

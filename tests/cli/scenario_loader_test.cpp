@@ -165,6 +165,11 @@ TEST_CASE("sweep axes must be known keys with non-empty lists of valid values", 
     // A scalar key still takes single values only.
     check_load_error("sweep:\n  parallel.tensor: [[1, 2]]\n",
                      2, "sweep.parallel.tensor", "expected a single integer, got a list");
+    // A value given twice would make rows nothing tells apart: refused at its second line.
+    check_load_error("sweep:\n  parallel.tensor:\n    - 2\n    - 4\n    - 2\n", 5, "sweep.parallel.tensor",
+                     "'2' is listed twice");
+    check_load_error("sweep:\n  parallel.atp_mesh: [[4, 2], [4, 2]]\n", 2, "sweep.parallel.atp_mesh",
+                     "'4,2' is listed twice");
 }
 
 TEST_CASE("missing model dimensions or batch are reported after loading", "[cli][loader]") {
