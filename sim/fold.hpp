@@ -12,7 +12,9 @@
 // Every instance of the group's orbit runs the image of the plan, so the orbit's links together
 // carry |orbit| x that sum per byte of f, and by symmetry each carries the same share: W is the
 // load of f and its images on one link. Max-min fair sharing on the quotient therefore gives every
-// flow the rate its images have in the full network.
+// flow the rate its images have in the full network. The quotient network has one link per link
+// orbit (numbered in the order of the orbits' representatives), so that the folded run keeps
+// network state for a fold's share of the links only.
 #pragma once
 
 #include <cstdint>
