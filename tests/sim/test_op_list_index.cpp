@@ -88,3 +88,48 @@ TEST_CASE("op list index: an op's requirements come in stream order, one per oth
 
 }  // namespace
 }  // namespace cuboid::sim::test
+
+namespace cuboid::sim::test {
+namespace {
+
+// Three lists of one shape: `a`, then `b` with other labels (GPipe's middle stages: the same ops of
+// other layers), then `c` with other labels, one longer duration and more resident memory.
+std::uint32_t add_stage(TestProgram& t, const std::string& layer, Time second, double resident) {
+    const auto l = t.add_list();
+    t.program.op_lists[l].resident = Bytes(resident);
+    const auto f = t.compute(l, layer + ".fwd", Time(3));
+    const auto g = t.compute(l, layer + ".gemm", second);
+    const auto x = t.comm(l, OpKind::AllReduce, layer + ".ar", 1, Bytes(512.0), 1, comm_class::kTensor, {g});
+    t.compute(l, layer + ".bwd", Time(7), 0, OpCategory::Compute, {x});
+    (void)f;
+    return l;
+}
+
+TEST_CASE("op list index: lists alike but for their labels share one index; any other difference does not") {
+    TestProgram t;
+    const auto a = add_stage(t, "L1", Time(5), 100.0);
+    const auto b = add_stage(t, "L2", Time(5), 100.0);
+    const auto c = add_stage(t, "L3", Time(11), 200.0);
+    const auto indexes = index_op_lists(t.program, t.costs, true);
+    REQUIRE(indexes.size() == 3);
+    const auto slots = [&](std::uint32_t l) { return indexes[l].streams[stream::kCompute]; };
+    // b indexes exactly as a does: every slot, requirement and total.
+    REQUIRE(slots(b).size() == slots(a).size());
+    for (std::size_t p = 0; p < slots(a).size(); ++p) {
+        CHECK(slots(b)[p].op == slots(a)[p].op);
+        CHECK(slots(b)[p].word0 == slots(a)[p].word0);
+        CHECK(slots(b)[p].word1 == slots(a)[p].word1);
+        CHECK(slots(b)[p].chain_last == slots(a)[p].chain_last);
+    }
+    CHECK(indexes[b].requirements.size() == indexes[a].requirements.size());
+    CHECK(indexes[b].totals.memory.peak == Bytes(100.0));
+    // c differs in a duration and its resident memory: its own chain time and peak, as if built alone.
+    const OpListIndex alone(t.program.op_lists[c], t.costs.durations[c], true, CommClassRules::of(t.program));
+    CHECK(slots(c)[0].chain_time() == 3 + 11);
+    CHECK(slots(c)[0].chain_time() == alone.streams[stream::kCompute][0].chain_time());
+    CHECK(slots(a)[0].chain_time() == 3 + 5);
+    CHECK(indexes[c].totals.memory.peak == Bytes(200.0));
+}
+
+}  // namespace
+}  // namespace cuboid::sim::test
