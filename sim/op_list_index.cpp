@@ -205,18 +205,25 @@ std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCos
     const CommClassRules classes = CommClassRules::of(program);
     std::vector<OpListIndex> indexes;
     indexes.reserve(program.op_lists.size());
+    std::vector<std::size_t> built;  // the lists indexed rather than copied
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
         const OpList& list = program.op_lists[l];
         const std::span<const Time> durations = costs.durations[l];
         if (durations.size() != list.ops.size()) throw std::logic_error("program costs: durations do not match the op list");
         // A list that indexes like an earlier one takes a copy of its index: GPipe's middle stages
-        // are one list but for their layers' labels, and copying is a tenth of indexing.
+        // are one list but for their layers' labels, and a copy costs far less than indexing.
+        // Compared with the lists indexed so far only (a copy's original stands for it).
         std::size_t same = l;
-        for (std::size_t j = 0; j < l && same == l; ++j) {
+        for (std::size_t k = 0; k < built.size() && same == l; ++k) {
+            const std::size_t j = built[k];
             if (same_index_inputs(list, durations, program.op_lists[j], costs.durations[j])) same = j;
         }
-        if (same < l) indexes.push_back(indexes[same]);
-        else indexes.emplace_back(list, durations, merge_chains, classes);
+        if (same < l) {
+            indexes.push_back(indexes[same]);
+        } else {
+            indexes.emplace_back(list, durations, merge_chains, classes);
+            built.push_back(l);
+        }
     }
     return indexes;
 }
