@@ -23,7 +23,7 @@ struct FoldBroken : std::runtime_error {
 // The quotient network's links: one per link orbit, numbered in the order of the orbits'
 // representatives (each orbit's smallest link), with that link's name and bandwidth. The folded
 // run's flow network and exclusive-transfer analysis keep state per link, and a network whose
-// generators fold it by k has a k-th of the links: at 131,072 GPUs folded by 4, 262,154 of
+// generators fold it by k has about a k-th of the links: at 131,072 GPUs folded by 4, 262,154 of
 // 1,048,592 (the run's peak memory fell from 988 to 920 MB, below the full run's). The
 // numbering keeps the representatives' order, so that a flow's quotient links come in the same
 // order as before and every sum over them is the same.
