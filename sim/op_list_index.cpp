@@ -212,10 +212,13 @@ std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCos
         if (durations.size() != list.ops.size()) throw std::logic_error("program costs: durations do not match the op list");
         // A list that indexes like an earlier one takes a copy of its index: GPipe's middle stages
         // are one list but for their layers' labels, and a copy costs far less than indexing.
-        // Compared with the lists indexed so far only (a copy's original stands for it).
+        // Compared with the last few lists indexed (a copy's original stands for it; a stage's
+        // list follows the one it repeats), so that lists alike but for their last ops cost a
+        // bounded number of full comparisons each, not one per earlier list.
+        constexpr std::size_t kCompared = 4;
         std::size_t same = l;
-        for (std::size_t k = 0; k < built.size() && same == l; ++k) {
-            const std::size_t j = built[k];
+        for (std::size_t k = built.size(); k > 0 && built.size() - k < kCompared && same == l; --k) {
+            const std::size_t j = built[k - 1];
             if (same_index_inputs(list, durations, program.op_lists[j], costs.durations[j])) same = j;
         }
         if (same < l) {
