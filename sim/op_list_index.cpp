@@ -185,8 +185,12 @@ namespace {
 // so that equal inputs are certain (a -0.0 against a 0.0 only costs an index built twice). The
 // dependencies first: they differ early between lists of different order (the stages of 1F1B,
 // each warming up with its own number of forwards), where GPipe's middle stages agree throughout.
+// `b` was indexed, so its durations match its ops; `a`'s are checked here, by their count against
+// `b`'s, and a list whose count is off is then indexed, which reports it.
 bool same_index_inputs(const OpList& a, std::span<const Time> da, const OpList& b, std::span<const Time> db) {
-    if (a.ops.size() != b.ops.size() || a.deps != b.deps || a.resident.value != b.resident.value) return false;
+    if (a.ops.size() != b.ops.size() || da.size() != db.size() || a.deps != b.deps ||
+        a.resident.value != b.resident.value)
+        return false;
     if (std::memcmp(da.data(), db.data(), da.size_bytes()) != 0) return false;
     for (std::size_t i = 0; i < a.ops.size(); ++i) {
         Op x = a.ops[i];
@@ -209,7 +213,6 @@ std::vector<OpListIndex> index_op_lists(const Program& program, const ProgramCos
     for (std::size_t l = 0; l < program.op_lists.size(); ++l) {
         const OpList& list = program.op_lists[l];
         const std::span<const Time> durations = costs.durations[l];
-        if (durations.size() != list.ops.size()) throw std::logic_error("program costs: durations do not match the op list");
         // A list that indexes like an earlier one takes a copy of its index: GPipe's middle stages
         // are one list but for their layers' labels, and a copy costs far less than indexing.
         // Compared with the last few lists indexed (a copy's original stands for it; a stage's

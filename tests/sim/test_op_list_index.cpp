@@ -129,6 +129,9 @@ TEST_CASE("op list index: lists alike but for their labels share one index; any 
     CHECK(slots(c)[0].chain_time() == alone.streams[stream::kCompute][0].chain_time());
     CHECK(slots(a)[0].chain_time() == 3 + 5);
     CHECK(indexes[c].totals.memory.peak == Bytes(200.0));
+    // A list alike but for a missing duration is not copied: its indexing reports the mismatch.
+    t.costs.durations[b].pop_back();
+    CHECK_THROWS_WITH(index_op_lists(t.program, t.costs, true), Catch::Contains("durations do not match"));
 }
 
 }  // namespace
