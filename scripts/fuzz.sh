@@ -31,7 +31,7 @@ parallel=${CUBOID_FUZZ_PARALLEL:-$(( $(nproc) < 2 ? $(nproc) : 2 ))}
 
 mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-  -DCUBOID_SANITIZE=ON -DCUBOID_FUZZ=ON -DCUBOID_BENCH=OFF -DCUBOID_CUDA=OFF -DCUBOID_MPI=OFF \
+  -DCUBOID_SANITIZE=ON -DCUBOID_FUZZ=ON -DCUBOID_PCH=ON -DCUBOID_BENCH=OFF -DCUBOID_CUDA=OFF -DCUBOID_MPI=OFF \
   > "$build/configure.log" || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
 [[ $mode == build ]] && exit 0
