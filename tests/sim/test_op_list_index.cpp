@@ -86,22 +86,15 @@ TEST_CASE("op list index: an op's requirements come in stream order, one per oth
     CHECK(index.awaited_by[2][0] == 1U);
 }
 
-}  // namespace
-}  // namespace cuboid::sim::test
-
-namespace cuboid::sim::test {
-namespace {
-
 // Three lists of one shape: `a`, then `b` with other labels (GPipe's middle stages: the same ops of
 // other layers), then `c` with other labels, one longer duration and more resident memory.
 std::uint32_t add_stage(TestProgram& t, const std::string& layer, Time second, double resident) {
     const auto l = t.add_list();
     t.program.op_lists[l].resident = Bytes(resident);
-    const auto f = t.compute(l, layer + ".fwd", Time(3));
+    t.compute(l, layer + ".fwd", Time(3));
     const auto g = t.compute(l, layer + ".gemm", second);
     const auto x = t.comm(l, OpKind::AllReduce, layer + ".ar", 1, Bytes(512.0), 1, comm_class::kTensor, {g});
     t.compute(l, layer + ".bwd", Time(7), 0, OpCategory::Compute, {x});
-    (void)f;
     return l;
 }
 
